@@ -1,0 +1,1 @@
+"""Alignment objectives (registered by name)."""

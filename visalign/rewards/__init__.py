@@ -1,0 +1,1 @@
+"""Built-in rewards (registered by name)."""
