@@ -1,0 +1,84 @@
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from visalign.core import FunctionReward, Unconditional
+from visalign.generators import ToyOneStepGenerator
+from visalign.trainer import Trainer, TrainerConfig
+
+from .conftest import ShiftTowardReward
+
+SCRIPT = Path(__file__).parent / "scripts" / "two_process_train.py"
+
+
+def x0_reward():
+    return FunctionReward(lambda s, p, m: s[:, 0], name="x0")
+
+
+def make_trainer(tmp_path, steps, **overrides):
+    torch.manual_seed(0)
+    cfg = TrainerConfig(steps=steps, batch_size=32, output_dir=str(tmp_path), log_with=[], progress=False, ema_decay=0.9, **overrides)
+    return Trainer(ToyOneStepGenerator(), ShiftTowardReward(), x0_reward(), Unconditional(), cfg)
+
+
+def train_records(path):
+    return [r for r in map(json.loads, (path / "metrics.jsonl").read_text().splitlines()) if "loss" in r]
+
+
+def test_training_raises_the_reward(tmp_path):
+    trainer = make_trainer(tmp_path, steps=30, learning_rate=3e-3)
+    summary = trainer.train()
+    before = train_records(tmp_path)[0]["reward/mean"]
+    assert summary["eval/reward_mean"] > before + 0.5
+    for name in ("reward_curve.png", "summary.json", "samples/before.png", "samples/after.png"):
+        assert (tmp_path / name).is_file(), name
+
+
+def test_resume_matches_uninterrupted_run(tmp_path):
+    full = make_trainer(tmp_path / "full", steps=8)
+    full.train()
+    part = make_trainer(tmp_path / "part", steps=4, save_every=4)
+    part.train()
+    resumed = make_trainer(tmp_path / "part", steps=8, resume_from="latest")
+    assert resumed.step == 4
+    resumed.train()
+    for a, b in zip(full.policy.parameters(), resumed.policy.parameters()):
+        assert torch.equal(a, b)
+    full_records, resumed_records = train_records(tmp_path / "full"), train_records(tmp_path / "part")
+    assert [r["step"] for r in resumed_records] == list(range(1, 9))
+    assert full_records == resumed_records
+    for a, b in zip(full.ema.shadow_params, resumed.ema.shadow_params):
+        assert torch.equal(a, b)
+
+
+def test_missing_checkpoint_is_a_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="latest"):
+        make_trainer(tmp_path, steps=2, resume_from="latest")
+
+
+def test_nan_reward_names_the_reward(tmp_path):
+    cfg = TrainerConfig(steps=1, batch_size=4, output_dir=str(tmp_path), log_with=[], progress=False)
+    bad = FunctionReward(lambda s, p, m: torch.full((s.shape[0],), float("nan")), name="broken_scorer")
+    trainer = Trainer(ToyOneStepGenerator(), ShiftTowardReward(), bad, Unconditional(), cfg)
+    with pytest.raises(ValueError, match="broken_scorer.*non-finite"):
+        trainer.train()
+
+
+def test_two_process_cpu_run_gathers_rewards_and_keeps_ranks_identical(tmp_path):
+    out = tmp_path / "result.json"
+    env = {**os.environ, "ACCELERATE_USE_CPU": "1", "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
+           "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", str(SCRIPT), str(out)]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(out.read_text())
+    assert result["num_processes"] == 2
+    assert len(result["gathered_rewards"]) == 16
+    assert result["gathered_rewards"][:8] == pytest.approx(result["local_rewards"])
+    assert result["samples_seen"] == 3 * 8 * 2
+    assert result["max_param_diff"] == 0.0
