@@ -6,6 +6,7 @@ from typing import Any, Sequence
 
 import torch
 
+from .registry import Registry
 from .types import PromptBatch
 
 
@@ -57,3 +58,59 @@ class Unconditional(PromptSource):
 
     def sample(self, n: int, generator: torch.Generator) -> PromptBatch:
         return PromptBatch([""] * n)
+
+
+PROMPT_SOURCES: Registry[PromptSource] = Registry("prompt source")
+
+
+def _read_prompt_file(path: str) -> tuple[list[str], list[dict[str, Any]]]:
+    import json
+    from pathlib import Path
+
+    file = Path(path)
+    if not file.is_file():
+        raise FileNotFoundError(f"prompt file not found: {file}")
+    prompts, metadata = [], []
+    for i, line in enumerate(file.read_text().splitlines()):
+        if not line.strip():
+            continue
+        if file.suffix == ".jsonl":
+            record = json.loads(line)
+            if "prompt" not in record:
+                raise ValueError(f"{file}:{i + 1}: JSONL prompt records need a 'prompt' field")
+            prompts.append(record.pop("prompt"))
+            metadata.append(record)
+        else:
+            prompts.append(line.strip())
+            metadata.append({})
+    return prompts, metadata
+
+
+def build_prompt_source(config: dict[str, Any] | None) -> PromptSource:
+    """``{name: unconditional}``, ``{name: list, prompts: [...], eval_prompts: [...]}``,
+    ``{name: file, path: prompts.txt|.jsonl, eval_path: ...}`` or any registered source (e.g. ``vvr``)."""
+    import importlib
+
+    config = dict(config or {"name": "unconditional"})
+    name = config.pop("name", None)
+    if name is None:
+        raise ValueError(f"prompts config needs a 'name' key, got keys {sorted(config)}")
+    if name == "unconditional":
+        return Unconditional()
+    if name == "list":
+        return PromptList(**config)
+    if name == "file":
+        prompts, meta = _read_prompt_file(config.pop("path"))
+        eval_prompts, eval_meta = _read_prompt_file(config.pop("eval_path")) if "eval_path" in config else (None, None)
+        if config:
+            raise ValueError(f"unknown prompts.file key(s) {sorted(config)}")
+        return PromptList(prompts, meta, eval_prompts, eval_meta)
+    if name not in PROMPT_SOURCES:
+        importlib.import_module("visalign.vvr")
+    return PROMPT_SOURCES.build(name, **config)
+
+
+def register_prompt_source(name: str):
+    """Class decorator: make a prompt source buildable from ``prompts: {name: ...}``."""
+    return PROMPT_SOURCES.register(name)
+

@@ -1,0 +1,1 @@
+"""Benchmark commands that print figures (ratios measured side by side in one run)."""

@@ -1,0 +1,63 @@
+"""Trainer overhead: full-loop time per step vs the bare generator forward+backward on the same batch.
+
+``visalign bench overhead --batch-size 64`` (or ``python -m visalign.benchmarks.overhead``).
+"""
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+
+import torch
+
+
+def _time(fn, repeats: int) -> float:
+    fn()
+    start = time.perf_counter()
+    for _ in range(repeats):
+        fn()
+    return (time.perf_counter() - start) / repeats
+
+
+def measure(batch_size: int = 64, steps: int = 20, algorithm: str = "rwr") -> dict[str, float]:
+    from visalign.core import PromptList, build_algorithm, get_reward
+    from visalign.generators import TinyOneStepGenerator
+    from visalign.trainer import Trainer, TrainerConfig
+
+    torch.manual_seed(0)
+    prompts = PromptList(["a red circle", "a blue square", "a green triangle", "a yellow star"])
+    policy = TinyOneStepGenerator()
+    reward = get_reward("color_match")
+    with tempfile.TemporaryDirectory() as out:
+        cfg = TrainerConfig(steps=steps, batch_size=batch_size, output_dir=out, log_with=[], progress=False, max_grad_norm=1.0)
+        trainer = Trainer(policy, build_algorithm(algorithm), reward, prompts, cfg)
+        optimizer = torch.optim.AdamW(policy.parameters(), lr=1e-4)
+        batch = prompts.sample(batch_size, torch.Generator().manual_seed(0))
+        noise = policy.make_noise(batch_size, torch.Generator().manual_seed(1))
+
+        def bare() -> None:
+            loss = policy(noise, batch.prompts).pow(2).mean()
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+
+        bare_s = _time(bare, steps)
+        step_s = _time(trainer.train_step, steps)
+    return {"batch_size": batch_size, "bare_fwd_bwd_ms": bare_s * 1e3, "trainer_step_ms": step_s * 1e3, "ratio": step_s / bare_s}
+
+
+def run(args: argparse.Namespace) -> int:
+    r = measure(args.batch_size, args.steps, getattr(args, "algorithm", "rwr"))
+    print(f"tiny_one_step, batch {r['batch_size']}, algorithm {getattr(args, 'algorithm', 'rwr')}")
+    print(f"  bare generator fwd+bwd+AdamW : {r['bare_fwd_bwd_ms']:8.1f} ms")
+    print(f"  full trainer step            : {r['trainer_step_ms']:8.1f} ms   (sample + reward + loss + step)")
+    print(f"  ratio trainer / bare         : {r['ratio']:8.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--algorithm", default="rwr")
+    raise SystemExit(run(parser.parse_args()))

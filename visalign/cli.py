@@ -1,0 +1,119 @@
+"""The ``visalign`` command: train, sample, bench, demo. Heavy imports happen inside each command."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Sequence
+
+DEMO_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "demo.yaml"
+
+
+def _cmd_train(args: argparse.Namespace) -> int:
+    import json
+
+    from .run import build_trainer, load_run_config
+
+    config = load_run_config(args.config, args.overrides)
+    summary = build_trainer(config).train()
+    print(json.dumps(summary, indent=2))
+    print(f"run folder: {config.trainer.output_dir}")
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    config = args.config or DEMO_CONFIG
+    if not Path(config).is_file():
+        print(f"error: demo config not found: {config}", file=sys.stderr)
+        return 2
+    overrides = [f"trainer.output_dir={args.out}", *args.overrides]
+    return _cmd_train(argparse.Namespace(config=config, overrides=overrides))
+
+
+def _cmd_sample(args: argparse.Namespace) -> int:
+    import torch
+
+    from .core.generator import load_generator
+    from .trainer.visuals import save_samples
+
+    generator = load_generator(args.checkpoint)
+    prompts = list(args.prompt) if args.prompt else None
+    if args.prompts_file:
+        prompts = [p.strip() for p in Path(args.prompts_file).read_text().splitlines() if p.strip()]
+    n = len(prompts) if prompts else args.n
+    samples = generator.sample(n, prompts, generator=torch.Generator().manual_seed(args.seed))
+    out = save_samples(samples, Path(args.out), prompts)
+    print(f"wrote {out}")
+    return 0
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    return args.bench_func(args)
+
+
+def _add_bench_commands(bench: argparse.ArgumentParser) -> None:
+    sub = bench.add_subparsers(dest="bench_name", metavar="BENCH", required=True)
+    overhead = sub.add_parser("overhead", help="trainer time per step vs the bare generator forward+backward")
+    overhead.add_argument("--batch-size", type=int, default=64)
+    overhead.add_argument("--steps", type=int, default=20)
+    overhead.add_argument("--algorithm", default="rwr", help="objective used in the full loop")
+    overhead.set_defaults(bench_func=lambda a: __import__("visalign.benchmarks.overhead", fromlist=["run"]).run(a))
+    try:
+        from .vvr.bench import add_bench_arguments, run_bench
+    except ImportError:
+        return
+    vvr = sub.add_parser("vvr", help="score images or a generator on VVRBench / VVRBench-Challenge")
+    add_bench_arguments(vvr)
+    vvr.set_defaults(bench_func=run_bench)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="visalign",
+        description="Align image, video and audio-video generators (and LLMs) with rewards and preferences.",
+        epilog="Examples:\n  visalign demo\n  visalign train configs/demo.yaml trainer.steps=200 algorithm.beta=0.5\n"
+        "  visalign sample --checkpoint runs/demo/final --prompt 'a red circle' --out grid.png\n"
+        "  visalign bench vvr --split bench --images DIR --out report/",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    train = sub.add_parser("train", help="train from a YAML config with key.path=value overrides")
+    train.add_argument("config", help="YAML run config (sections: generator, reward, algorithm, prompts, trainer)")
+    train.add_argument("overrides", nargs="*", help="overrides such as trainer.steps=200")
+    train.set_defaults(func=_cmd_train)
+
+    demo = sub.add_parser("demo", help="the embedded demo: align the shipped tiny generator on CPU in minutes")
+    demo.add_argument("--out", default="runs/demo", help="run folder (default: runs/demo)")
+    demo.add_argument("--config", default=None, help=f"config to use instead of {DEMO_CONFIG.name}")
+    demo.add_argument("overrides", nargs="*", help="overrides such as trainer.steps=50")
+    demo.set_defaults(func=_cmd_demo)
+
+    sample = sub.add_parser("sample", help="draw samples from a generator checkpoint into an image grid")
+    sample.add_argument("--checkpoint", required=True, help="folder written by Generator.save_pretrained")
+    sample.add_argument("--prompt", action="append", help="a prompt (repeatable)")
+    sample.add_argument("--prompts-file", help="text file with one prompt per line")
+    sample.add_argument("--n", type=int, default=16, help="number of samples for unconditional generators")
+    sample.add_argument("--seed", type=int, default=0)
+    sample.add_argument("--out", default="samples.png")
+    sample.set_defaults(func=_cmd_sample)
+
+    bench = sub.add_parser("bench", help="benchmarks: vvr (VVRBench reports), overhead (trainer cost)")
+    _add_bench_commands(bench)
+    bench.set_defaults(func=_cmd_bench)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from .core.config import ConfigError
+
+    try:
+        return args.func(args)
+    except (ConfigError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
