@@ -54,7 +54,7 @@ class Generator(nn.Module, ABC):
 
     def make_noise(self, n: int, generator: torch.Generator | None = None) -> torch.Tensor:
         """Standard normal noise for ``n`` items, drawn on CPU from ``generator`` so results do not depend on the device."""
-        return torch.randn((n, *self.noise_shape), generator=generator).to(self.device)
+        return torch.randn((n, *self.noise_shape), generator=generator).to(self.device, self.dtype)
 
     def encode(self, prompts: Sequence[str] | None) -> Any:
         """Encode conditions once per batch; unconditional generators return ``None``."""
