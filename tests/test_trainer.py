@@ -82,3 +82,14 @@ def test_two_process_cpu_run_gathers_rewards_and_keeps_ranks_identical(tmp_path)
     assert result["gathered_rewards"][:8] == pytest.approx(result["local_rewards"])
     assert result["samples_seen"] == 3 * 8 * 2
     assert result["max_param_diff"] == 0.0
+
+
+@pytest.mark.parametrize("schedule", ["cosine", "linear"])
+def test_lr_schedules_warm_up_then_decay_to_the_floor(schedule):
+    from visalign.trainer.trainer import lr_factor
+
+    cfg = TrainerConfig(steps=100, warmup_steps=10, lr_schedule=schedule, min_lr_ratio=0.1)
+    factors = [lr_factor(cfg, s) for s in range(101)]
+    assert factors[0] == pytest.approx(0.1) and factors[9] == pytest.approx(1.0)
+    assert all(a >= b for a, b in zip(factors[10:], factors[11:]))
+    assert factors[100] == pytest.approx(0.1)

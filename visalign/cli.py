@@ -51,13 +51,23 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     return args.bench_func(args)
 
 
+def _bench_module(name: str):
+    import importlib
+
+    return importlib.import_module(f"visalign.benchmarks.{name}")
+
+
 def _add_bench_commands(bench: argparse.ArgumentParser) -> None:
     sub = bench.add_subparsers(dest="bench_name", metavar="BENCH", required=True)
     overhead = sub.add_parser("overhead", help="trainer time per step vs the bare generator forward+backward")
     overhead.add_argument("--batch-size", type=int, default=64)
     overhead.add_argument("--steps", type=int, default=20)
     overhead.add_argument("--algorithm", default="rwr", help="objective used in the full loop")
-    overhead.set_defaults(bench_func=lambda a: __import__("visalign.benchmarks.overhead", fromlist=["run"]).run(a))
+    overhead.set_defaults(bench_func=lambda a: _bench_module("overhead").run(a))
+    transport = sub.add_parser("transport", help="OT (RWTD) and KDE (FestDPO) time as a fraction of a training step")
+    transport.add_argument("--batches", nargs="*", type=int, default=[64, 256])
+    transport.add_argument("--repeats", type=int, default=5)
+    transport.set_defaults(bench_func=lambda a: _bench_module("transport_overhead").run(a))
     try:
         from .vvr.bench import add_bench_arguments, run_bench
     except ImportError:
@@ -98,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     sample.add_argument("--out", default="samples.png")
     sample.set_defaults(func=_cmd_sample)
 
-    bench = sub.add_parser("bench", help="benchmarks: vvr (VVRBench reports), overhead (trainer cost)")
+    bench = sub.add_parser("bench", help="benchmarks: vvr (VVRBench reports), overhead (trainer cost), transport (OT/KDE cost)")
     _add_bench_commands(bench)
     bench.set_defaults(func=_cmd_bench)
     return parser

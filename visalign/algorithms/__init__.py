@@ -1,1 +1,17 @@
-"""Alignment objectives (registered by name)."""
+"""Alignment objectives (registered by name): rwtd, festdpo, rwr, reward_backprop, flow_grpo."""
+from .festdpo import FestDPO, FestDPOConfig, PreferencePairs, dpo_loss, preference_labels
+from .flow_grpo import FlowGRPO, FlowGRPOConfig
+from .kde import bandwidth, kde_log_prob, multi_bandwidth_log_prob
+from .reward_backprop import RewardBackprop, RewardBackpropConfig
+from .rwr import RWR, RWRConfig
+from .rwtd import RWTD, RWTDConfig
+from .transport import (barycentric_projection, beta_for_ess, effective_sample_size, mixture_target, partial_step,
+                        tilted_weights, transport_plan, transport_targets)
+
+__all__ = [
+    "RWTD", "RWTDConfig", "FestDPO", "FestDPOConfig", "PreferencePairs", "RWR", "RWRConfig",
+    "RewardBackprop", "RewardBackpropConfig", "FlowGRPO", "FlowGRPOConfig",
+    "tilted_weights", "effective_sample_size", "beta_for_ess", "mixture_target", "transport_plan",
+    "barycentric_projection", "partial_step", "transport_targets",
+    "bandwidth", "kde_log_prob", "multi_bandwidth_log_prob", "dpo_loss", "preference_labels",
+]

@@ -18,6 +18,8 @@ class TrainerConfig:
     weight_decay: float = 0.0
     adam_betas: tuple[float, float] = (0.9, 0.999)
     warmup_steps: int = 0
+    lr_schedule: Literal["constant", "cosine", "linear"] = "constant"
+    min_lr_ratio: float = 0.0
     max_grad_norm: float | None = 1.0
     mixed_precision: Literal["no", "bf16", "fp16"] = "no"
     ema_decay: float | None = None
@@ -43,6 +45,7 @@ class TrainerConfig:
         check(self.ema_decay is None or 0 < self.ema_decay < 1, f"trainer.ema_decay must be in (0, 1), got {self.ema_decay}")
         for name in ("eval_every", "save_every", "preview_every", "warmup_steps"):
             check(getattr(self, name) >= 0, f"trainer.{name} must be >= 0")
+        check(0 <= self.min_lr_ratio <= 1, f"trainer.min_lr_ratio must be in [0, 1], got {self.min_lr_ratio}")
         check(self.log_every >= 1, "trainer.log_every must be >= 1")
         check(self.keep_checkpoints >= 1, "trainer.keep_checkpoints must be >= 1")
         unknown = set(self.log_with) - {"tensorboard", "wandb", "mlflow", "comet_ml", "aim", "clearml", "dvclive"}

@@ -30,6 +30,18 @@ def step_generator(seed: int, step: int, rank: int, micro: int = 0, stream: int 
     return torch.Generator().manual_seed(int(value) & ((1 << 63) - 1))
 
 
+def lr_factor(cfg: TrainerConfig, step: int) -> float:
+    """Linear warm-up, then constant, cosine or linear decay to ``min_lr_ratio`` at ``cfg.steps``."""
+    if cfg.warmup_steps and step < cfg.warmup_steps:
+        return (step + 1) / cfg.warmup_steps
+    if cfg.lr_schedule == "constant":
+        return 1.0
+    span = max(1, cfg.steps - cfg.warmup_steps)
+    progress = min(1.0, (step - cfg.warmup_steps) / span)
+    shape = 0.5 * (1 + math.cos(math.pi * progress)) if cfg.lr_schedule == "cosine" else 1 - progress
+    return cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * shape
+
+
 class Trainer:
     """Optimises ``policy`` with ``algorithm`` against ``reward`` on prompts from ``prompts``.
 
@@ -80,8 +92,7 @@ class Trainer:
         if not self.params:
             raise ValueError("the policy has no trainable parameters")
         optimizer = torch.optim.AdamW(self.params, lr=cfg.learning_rate, betas=tuple(cfg.adam_betas), weight_decay=cfg.weight_decay)
-        warmup = cfg.warmup_steps
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup) if warmup else 1.0)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(cfg, s))
         self.optimizer = self.accelerator.prepare(optimizer)
         self.ema = None
         if cfg.ema_decay:

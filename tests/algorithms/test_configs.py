@@ -1,0 +1,66 @@
+"""Bad configurations fail early with messages that name the key."""
+import pytest
+import torch
+
+from visalign.algorithms import FestDPO, FlowGRPO, RewardBackprop, RWR, RWTD
+from visalign.core import ConfigError, build_algorithm
+from visalign.core.algorithm import TrainContext
+from visalign.core.reward import FunctionReward
+from visalign.generators import ToyOneStepGenerator
+
+
+@pytest.mark.parametrize("name,overrides,message", [
+    ("rwtd", {"beta": 0.0}, "rwtd.beta .* must be > 0"),
+    ("rwtd", {"beta": -2.0}, "rwtd.beta .* must be > 0"),
+    ("rwtd", {"lam": 1.2}, r"rwtd.lam .* must be in \[0, 1\]"),
+    ("rwtd", {"lam": -0.5}, r"rwtd.lam .* must be in \[0, 1\]"),
+    ("rwtd", {"num_current": 1}, "rwtd.num_current must be >= 2"),
+    ("rwtd", {"lam": 0.5, "num_reference": 0}, "rwtd.num_reference must be >= 1 when lam < 1"),
+    ("rwtd", {"target_ess": 1.5}, "target_ess"),
+    ("rwtd", {"solver": "hungarian"}, "solver"),
+    ("festdpo", {"beta": 0.0}, "festdpo.beta must be > 0"),
+    ("festdpo", {"num_samples": 1}, "festdpo.num_samples must be >= 2"),
+    ("festdpo", {"bandwidth": "wide"}, "festdpo.bandwidth must be one of"),
+    ("festdpo", {"bandwidth_scales": []}, "bandwidth_scales"),
+    ("rwr", {"beta": 0.0}, "rwr.beta"),
+    ("rwr", {"num_samples": 1}, "rwr.num_samples must be >= 2"),
+    ("flow_grpo", {"group_size": 1}, "flow_grpo.group_size must be >= 2"),
+    ("reward_backprop", {"anchor_weight": -1.0}, "anchor_weight"),
+])
+def test_bad_config_fails_with_a_clear_message(name, overrides, message):
+    with pytest.raises(ConfigError, match=message):
+        build_algorithm({"name": name, **overrides})
+
+
+def test_unknown_key_is_named():
+    with pytest.raises(ConfigError, match="rwtd.*lamda"):
+        build_algorithm({"name": "rwtd", "lamda": 0.5})
+
+
+def test_valid_configs_build():
+    for name, cls in [("rwtd", RWTD), ("festdpo", FestDPO), ("rwr", RWR), ("flow_grpo", FlowGRPO), ("reward_backprop", RewardBackprop)]:
+        assert isinstance(build_algorithm(name), cls)
+
+
+def _ctx(reward):
+    policy = ToyOneStepGenerator()
+    return TrainContext(policy, policy.frozen_copy(), reward, torch.device("cpu"))
+
+
+def test_reward_backprop_rejects_black_box_rewards():
+    black_box = FunctionReward(lambda s, p, m: s[:, 0].detach(), name="black_box")
+    with pytest.raises(ConfigError, match="needs a differentiable reward.*black_box"):
+        RewardBackprop().setup(_ctx(black_box))
+
+
+def test_flow_grpo_rejects_one_step_generators():
+    reward = FunctionReward(lambda s, p, m: s[:, 0], name="x")
+    with pytest.raises(ConfigError, match="flow_grpo needs a flow-matching generator"):
+        FlowGRPO().setup(_ctx(reward))
+
+
+def test_reward_feature_space_needs_a_features_method():
+    reward = FunctionReward(lambda s, p, m: s[:, 0], name="plain")
+    algo = RWTD.from_config({"features": "reward"})
+    with pytest.raises(ValueError, match="features\\(\\) method"):
+        algo.setup(_ctx(reward))

@@ -1,0 +1,22 @@
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _readme_commands() -> list[str]:
+    return re.findall(r"```bash\n(.+?)\n```", (ROOT / "README.md").read_text())
+
+
+def test_ci_runs_the_readme_test_command():
+    commands = _readme_commands()
+    test_cmd = next(c for c in commands if "pytest" in c)
+    assert test_cmd in (ROOT / ".ci" / "run").read_text()
+
+
+def test_readme_installs_pinned_torch_before_the_package():
+    for cmd in _readme_commands():
+        if "pip install" in cmd:
+            first, rest = cmd.split("pip install", 2)[1:]
+            assert first.strip().startswith("torch==2.13.0")
+            assert "torch==2.13.0" in rest

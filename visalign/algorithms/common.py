@@ -1,0 +1,60 @@
+"""Helpers shared by the objectives: grouped sampling, group-wise statistics, clear capability errors."""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+from ..core.config import ConfigError
+from ..core.types import PromptBatch, Samples
+from ..features import FeatureSpace, build_features
+
+
+def sample_group(model: nn.Module, batch: PromptBatch, per_prompt: int, generator: torch.Generator, grad: bool = False):
+    """``per_prompt`` samples for each prompt of ``batch`` (prompt g owns rows ``g*per_prompt:(g+1)*per_prompt``).
+
+    Returns (samples, expanded batch, noise)."""
+    expanded = batch.repeat_interleave(per_prompt)
+    noise = model.make_noise(len(expanded), generator)
+    with torch.set_grad_enabled(grad):
+        samples = model(noise, expanded.prompts)
+    return samples, expanded, noise
+
+
+def group_slices(num_groups: int, size: int) -> list[slice]:
+    return [slice(g * size, (g + 1) * size) for g in range(num_groups)]
+
+
+def group_advantages(rewards: torch.Tensor, group_size: int, eps: float = 1e-4, scale: bool = True) -> torch.Tensor:
+    """A_i = (r_i − mean_g) / (std_g + eps) within each consecutive group of ``group_size`` (GRPO)."""
+    r = rewards.float().reshape(-1, group_size)
+    adv = r - r.mean(1, keepdim=True)
+    if scale:
+        adv = adv / (r.std(1, keepdim=True, unbiased=False) + eps)
+    return adv.reshape(-1)
+
+
+def as_tensor(samples: Samples) -> torch.Tensor:
+    if not isinstance(samples, torch.Tensor):
+        raise TypeError(f"this objective needs tensor samples, got {type(samples).__name__}")
+    return samples
+
+
+def require_reference(ctx: Any, algorithm: str) -> nn.Module:
+    if ctx.reference is None:
+        raise ConfigError(f"{algorithm} needs a frozen reference generator (the Trainer builds one from the policy)")
+    return ctx.reference
+
+
+class FeatureCache:
+    """Builds the configured feature space once, on the context's device."""
+
+    def __init__(self, spec: Any) -> None:
+        self.spec = spec
+        self.space: FeatureSpace | None = None
+
+    def get(self, ctx: Any) -> FeatureSpace:
+        if self.space is None:
+            self.space = build_features(self.spec, reward=ctx.reward).to(ctx.device)
+        return self.space

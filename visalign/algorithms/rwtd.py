@@ -1,0 +1,128 @@
+"""RWTD — reward-weighted transport distillation for one-step (or any noise -> sample) generators.
+
+Per prompt: N current samples x_i = G_θ(z_i) and M reference samples, scored by a black-box reward. Target
+Q = λ·T_β[p_θ] + (1−λ)·T_β[p_ref] with T_β[p] ∝ p·exp(r/β), as weights on the union of both sample sets.
+OT (POT ``emd`` or ``sinkhorn``) in a feature space φ from the uniform current particles to Q; barycentric
+projection ū_i; partial step ũ_i = (1−η)φ(x_i) + η·ū_i; loss  mean_i ‖φ(G_θ(z_i)) − sg(ũ_i)‖² / D.
+λ = 0: off-policy tilting of the reference (fixed point T_β[p_ref]); λ → 1: on-policy tilting of the current model.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import torch
+
+from ..core.algorithm import Algorithm, TrainContext, register_algorithm
+from ..core.config import check
+from ..core.types import PromptBatch, Rollout
+from .common import FeatureCache, as_tensor, group_slices, require_reference, sample_group
+from .transport import beta_for_ess, effective_sample_size, mixture_target, partial_step, tilted_weights, transport_targets
+
+
+@dataclass
+class RWTDConfig:
+    """λ (``lam``) is the current share of the target (λ = 1 − ρ); β a reward temperature, or set ``target_ess``
+    (fraction of the group) to choose β per group so the tilted weights keep that effective sample size."""
+
+    lam: float = 0.85
+    beta: float = 1.0
+    target_ess: float | None = None
+    num_current: int = 16
+    num_reference: int = 16
+    features: Any = "identity"
+    regression_space: Literal["features", "samples"] = "features"
+    solver: Literal["emd", "sinkhorn"] = "sinkhorn"
+    eps_scale: float = 0.1
+    step_size: float = 0.2
+    normalize_rewards: bool = False
+    updates_per_rollout: int = 1
+
+    def __post_init__(self) -> None:
+        check(0.0 <= self.lam <= 1.0, f"rwtd.lam (current share of the target, λ = 1 − ρ) must be in [0, 1], got {self.lam}")
+        check(self.beta > 0, f"rwtd.beta (reward temperature) must be > 0, got {self.beta}")
+        check(self.target_ess is None or 0 < self.target_ess <= 1, f"rwtd.target_ess must be in (0, 1], got {self.target_ess}")
+        check(self.num_current >= 2, f"rwtd.num_current must be >= 2 samples per prompt for a transport plan, got {self.num_current}")
+        check(self.num_reference >= (1 if self.lam < 1 else 0),
+              f"rwtd.num_reference must be >= 1 when lam < 1 (the target has a reference part), got {self.num_reference}")
+        check(self.eps_scale > 0, f"rwtd.eps_scale must be > 0, got {self.eps_scale}")
+        check(0 < self.step_size <= 1, f"rwtd.step_size (η) must be in (0, 1], got {self.step_size}")
+        check(self.updates_per_rollout >= 1, "rwtd.updates_per_rollout must be >= 1")
+
+
+@register_algorithm("rwtd")
+class RWTD(Algorithm):
+    """Reward-weighted transport distillation (see module docstring). Needs only samples and scalar rewards."""
+
+    config_class = RWTDConfig
+    needs_reference = True
+
+    def __init__(self, config: RWTDConfig | None = None) -> None:
+        super().__init__(config or RWTDConfig())
+        self.features = FeatureCache(self.config.features)
+        self.updates_per_rollout = self.config.updates_per_rollout
+
+    def setup(self, ctx: TrainContext) -> None:
+        self.features.get(ctx)
+
+    def _group_beta(self, rewards: torch.Tensor) -> float:
+        if self.config.target_ess is None:
+            return self.config.beta
+        return beta_for_ess(rewards, self.config.target_ess)
+
+    def rollout(self, ctx: TrainContext, batch: PromptBatch, generator: torch.Generator) -> Rollout:
+        cfg = self.config
+        phi = self.features.get(ctx)
+        n, m = cfg.num_current, (cfg.num_reference if cfg.lam < 1 else 0)
+        current, cur_batch, noise = sample_group(ctx.policy, batch, n, generator)
+        r_cur = ctx.score(current, cur_batch)
+        with torch.no_grad():
+            f_cur = phi(current)
+        if m:
+            reference, ref_batch, _ = sample_group(require_reference(ctx, "rwtd"), batch, m, generator)
+            r_ref = ctx.score(reference, ref_batch)
+            with torch.no_grad():
+                f_ref = phi(reference)
+        in_features = cfg.regression_space == "features"
+        cur_values = f_cur if in_features else as_tensor(current).flatten(1)
+        targets = torch.empty_like(cur_values)
+        stats: dict[str, list[float]] = {"ess": [], "beta": [], "target_reward": [], "transport_cost": [], "shift": []}
+        start = time.perf_counter()
+        for gc, gr in zip(group_slices(len(batch), n), group_slices(len(batch), m)):
+            rc, rr = r_cur[gc], (r_ref[gr] if m else r_cur[:0])
+            all_r = torch.cat([rc, rr])
+            if cfg.normalize_rewards:
+                mu, sd = all_r.mean(), all_r.std().clamp_min(1e-8)
+                rc, rr, all_r = (rc - mu) / sd, (rr - mu) / sd, (all_r - mu) / sd
+            beta = self._group_beta(all_r)
+            weights = mixture_target(rc, rr if m else None, beta, cfg.lam)
+            target_feats = torch.cat([f_cur[gc], f_ref[gr]]) if m else f_cur[gc]
+            values = target_feats if in_features else torch.cat(
+                [as_tensor(current)[gc].flatten(1), as_tensor(reference)[gr].flatten(1)] if m else [as_tensor(current)[gc].flatten(1)])
+            result = transport_targets(f_cur[gc], target_feats, weights, cfg.solver, cfg.eps_scale, target_values=values)
+            targets[gc] = partial_step(cur_values[gc], result.targets, cfg.step_size)
+            stats["ess"].append(effective_sample_size(weights) / weights.numel())
+            stats["beta"].append(beta if math.isfinite(beta) else float("nan"))
+            stats["target_reward"].append(float((weights * all_r.double().cpu().to(weights)).sum()))
+            stats["transport_cost"].append(result.cost)
+            stats["shift"].append(float((result.targets - cur_values[gc]).pow(2).sum(1).sqrt().mean()))
+        ot_seconds = time.perf_counter() - start
+        extras = {"targets": targets, "ot_seconds": ot_seconds, "stats": {k: sum(v) / len(v) for k, v in stats.items()}}
+        if m:
+            extras["reference_reward"] = float(r_ref.mean())
+        return Rollout(samples=current, batch=cur_batch, rewards=r_cur, noise=noise, extras=extras)
+
+    def loss(self, ctx: TrainContext, rollout: Rollout) -> tuple[torch.Tensor, dict[str, float]]:
+        out = ctx.policy(rollout.noise, rollout.batch.prompts)
+        u = self.features.get(ctx)(out) if self.config.regression_space == "features" else as_tensor(out).flatten(1)
+        loss = (u - rollout.extras["targets"].to(u)).pow(2).mean()
+        metrics = {f"rwtd/{k}": v for k, v in rollout.extras["stats"].items()}
+        metrics["rwtd/ot_seconds"] = rollout.extras["ot_seconds"]
+        if "reference_reward" in rollout.extras:
+            metrics["rwtd/reference_reward"] = rollout.extras["reference_reward"]
+        return loss, metrics
+
+
+__all__ = ["RWTD", "RWTDConfig", "tilted_weights", "mixture_target", "transport_targets"]

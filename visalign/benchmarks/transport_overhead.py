@@ -1,0 +1,80 @@
+"""RWTD / FestDPO overhead: OT and KDE time as a fraction of one training step of the tiny one-step image generator.
+
+    visalign bench transport                      # batch 64 and 256, conv features (64-d) and raw pixels (3072-d)
+    visalign bench transport --batches 64 --repeats 3
+
+A "step" here is the generator's forward + backward + AdamW step at that batch (the unavoidable cost); the
+RWTD extra is cost matrix + POT solve + barycentric projection for N current + N reference particles, and the
+FestDPO extra is the two KDEs (policy and reference centres, N each) at 2·N/2 pair points.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+
+from visalign.algorithms.kde import bandwidth, multi_bandwidth_log_prob
+from visalign.algorithms.transport import mixture_target, transport_targets
+from visalign.features import build_features
+from visalign.generators import TinyOneStepGenerator
+
+
+def timed(fn, repeats: int) -> float:
+    fn()  # warm-up
+    start = time.perf_counter()
+    for _ in range(repeats):
+        fn()
+    return (time.perf_counter() - start) / repeats
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--batches", nargs="*", type=int, default=[64, 256])
+    parser.add_argument("--repeats", type=int, default=5)
+
+
+def run(args: argparse.Namespace) -> int:
+    torch.manual_seed(0)
+    gen = TinyOneStepGenerator()
+    opt = torch.optim.AdamW(gen.parameters(), lr=1e-4)
+    print(f"{'batch':>5} {'features':>9} {'step ms':>8} {'emd ms':>7} {'sinkhorn ms':>11} {'kde ms':>7} {'emd %':>6} {'sinkhorn %':>10} {'kde %':>6}")
+    for n in args.batches:
+        prompts = ["a red circle left of a blue square"] * n
+        noise = gen.make_noise(n, torch.Generator().manual_seed(0))
+
+        def step():
+            loss = gen(noise, prompts).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+        step_s = timed(step, args.repeats)
+        with torch.no_grad():
+            cur, ref = gen(noise, prompts), gen(gen.make_noise(n, torch.Generator().manual_seed(1)), prompts)
+        rewards = torch.randn(2 * n)
+        for feat_name in ("conv", "identity"):
+            phi = build_features(feat_name)
+            with torch.no_grad():
+                fc, fr = phi(cur), phi(ref)
+            weights = mixture_target(rewards[:n], rewards[n:], 1.0, 0.85)
+            tf = torch.cat([fc, fr])
+            emd_s = timed(lambda: transport_targets(fc, tf, weights, "emd"), args.repeats)
+            sk_s = timed(lambda: transport_targets(fc, tf, weights, "sinkhorn"), args.repeats)
+            fc_grad = fc.clone().requires_grad_(True)
+
+            def kde():
+                h = bandwidth(fr, "scott")
+                pts = fr[: n // 2 * 2]
+                (multi_bandwidth_log_prob(pts, fc_grad, [h]) - multi_bandwidth_log_prob(pts, fr, [h])).sum().backward()
+
+            kde_s = timed(kde, args.repeats)
+            pct = lambda s: 100 * s / step_s
+            print(f"{n:5d} {feat_name:>9} {1000*step_s:8.1f} {1000*emd_s:7.1f} {1000*sk_s:11.1f} {1000*kde_s:7.1f} "
+                  f"{pct(emd_s):5.1f}% {pct(sk_s):9.1f}% {pct(kde_s):5.1f}%")
+    return 0
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(parser)
+    raise SystemExit(run(parser.parse_args()))

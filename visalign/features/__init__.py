@@ -1,0 +1,8 @@
+"""Feature spaces φ for transport targets and kernel density estimates (frozen, differentiable w.r.t. samples)."""
+from .base import FEATURES, FeatureSpace, build_features, register_features
+from .spaces import ConvFeatures, IdentityFeatures, OpenCLIPFeatures, PixelFeatures, RandomProjection, RewardFeatures
+
+__all__ = [
+    "FEATURES", "FeatureSpace", "build_features", "register_features",
+    "IdentityFeatures", "PixelFeatures", "RandomProjection", "ConvFeatures", "OpenCLIPFeatures", "RewardFeatures",
+]

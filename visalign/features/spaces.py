@@ -1,0 +1,136 @@
+"""Built-in feature spaces: identity / pixels, random projection, a tiny random conv encoder, open_clip, the reward's."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..core.types import Samples
+from .base import FeatureSpace, register_features
+
+
+def _tensor(samples: Samples) -> torch.Tensor:
+    if isinstance(samples, dict):
+        return torch.cat([v.flatten(1) for _, v in sorted(samples.items())], dim=1)
+    if not isinstance(samples, torch.Tensor):
+        raise TypeError(f"feature spaces need tensor samples, got {type(samples).__name__}")
+    return samples
+
+
+@register_features("identity")
+class IdentityFeatures(FeatureSpace):
+    """φ(x) = flatten(x): transport and regression happen in sample (or latent) space."""
+
+    def forward(self, samples: Samples) -> torch.Tensor:
+        return _tensor(samples).flatten(1)
+
+
+@register_features("pixels")
+class PixelFeatures(FeatureSpace):
+    """Images average-pooled to ``size``×``size`` and flattened (cheap pixel-space OT for large images)."""
+
+    def __init__(self, size: int | None = None) -> None:
+        super().__init__()
+        self.size = size
+
+    def forward(self, samples: Samples) -> torch.Tensor:
+        x = _tensor(samples)
+        if self.size is not None and x.dim() == 4 and x.shape[-1] != self.size:
+            x = F.adaptive_avg_pool2d(x, self.size)
+        return x.flatten(1)
+
+
+@register_features("random_projection")
+class RandomProjection(FeatureSpace):
+    """φ(x) = W·flatten(x) / sqrt(D_in) with a fixed seeded Gaussian W (Johnson–Lindenstrauss)."""
+
+    def __init__(self, in_dim: int | None = None, dim: int = 64, seed: int = 0) -> None:
+        super().__init__()
+        self.dim, self.seed = dim, seed
+        self.register_buffer("weight", torch.empty(0), persistent=False)
+        if in_dim is not None:
+            self._build(in_dim, torch.device("cpu"))
+
+    def _build(self, in_dim: int, device: torch.device) -> None:
+        g = torch.Generator().manual_seed(self.seed)
+        self.weight = (torch.randn(self.dim, in_dim, generator=g) / math.sqrt(in_dim)).to(device)
+
+    def forward(self, samples: Samples) -> torch.Tensor:
+        x = _tensor(samples).flatten(1)
+        if self.weight.numel() == 0 or self.weight.shape[1] != x.shape[1]:
+            self._build(x.shape[1], x.device)
+        return x @ self.weight.to(x.dtype).T
+
+
+@register_features("conv")
+class ConvFeatures(FeatureSpace):
+    """A tiny frozen random conv encoder for ``C×H×W`` images: conv-SiLU ×2 (stride 2), then [mean, std] pooling."""
+
+    def __init__(self, in_channels: int = 3, width: int = 32, seed: int = 0) -> None:
+        super().__init__()
+        g = torch.Generator().manual_seed(seed)
+        self.conv1 = nn.Conv2d(in_channels, width, 3, stride=2, padding=1)
+        self.conv2 = nn.Conv2d(width, width, 3, stride=2, padding=1)
+        for conv in (self.conv1, self.conv2):
+            fan_in = conv.weight[0].numel()
+            conv.weight.data = torch.randn(conv.weight.shape, generator=g) * math.sqrt(2.0 / fan_in)
+            conv.bias.data.zero_()
+
+    def forward(self, samples: Samples) -> torch.Tensor:
+        x = _tensor(samples)
+        h = F.silu(self.conv2(F.silu(self.conv1(x))))
+        return torch.cat([h.mean((2, 3)), h.flatten(2).std(2)], dim=1)
+
+
+@register_features("open_clip")
+class OpenCLIPFeatures(FeatureSpace):
+    """open_clip image tower from a local checkpoint (lazy import, no downloads); inputs in [-1, 1] are
+    resized to the model's resolution and normalised with CLIP statistics; output is L2-normalised."""
+
+    MEAN = (0.48145466, 0.4578275, 0.40821073)
+    STD = (0.26862954, 0.26130258, 0.27577711)
+
+    def __init__(self, model: str = "ViT-B-32", checkpoint: str | None = None, normalize: bool = True, **model_kwargs: Any) -> None:
+        super().__init__()
+        try:
+            import open_clip
+        except Exception as exc:  # pragma: no cover - depends on the environment
+            raise ImportError(
+                "feature space 'open_clip' needs a working open_clip_torch (pip install 'visalign[clip]'); "
+                f"import failed: {exc}"
+            ) from exc
+        if checkpoint is None:
+            raise ValueError("feature space 'open_clip' needs checkpoint=<local .pt/.safetensors> (downloads are disabled)")
+        clip = open_clip.create_model(model, pretrained=checkpoint, **model_kwargs)
+        self.visual = clip.visual
+        size = self.visual.image_size
+        self.image_size = size[0] if isinstance(size, (tuple, list)) else int(size)
+        self.normalize = normalize
+        self.register_buffer("mean", torch.tensor(self.MEAN).view(1, 3, 1, 1), persistent=False)
+        self.register_buffer("std", torch.tensor(self.STD).view(1, 3, 1, 1), persistent=False)
+
+    def forward(self, samples: Samples) -> torch.Tensor:
+        x = (_tensor(samples).clamp(-1, 1) + 1) / 2
+        x = F.interpolate(x, size=self.image_size, mode="bilinear", align_corners=False)
+        z = self.visual((x - self.mean) / self.std)
+        return F.normalize(z, dim=-1) if self.normalize else z
+
+
+@register_features("reward")
+class RewardFeatures(FeatureSpace):
+    """The reward's own embedding: ``reward.features(samples) -> [B, D]`` (must be differentiable for regression)."""
+
+    needs_reward = True
+
+    def __init__(self, reward: Any = None) -> None:
+        super().__init__()
+        if reward is None or not callable(getattr(reward, "features", None)):
+            name = getattr(reward, "name", type(reward).__name__)
+            raise ValueError(f"feature space 'reward' needs a reward with a features() method; {name!r} has none")
+        self._reward = [reward]  # a list, so a reward that is an nn.Module is not registered (and not trained) here
+
+    def forward(self, samples: Samples) -> torch.Tensor:
+        return self._reward[0].features(samples).flatten(1)

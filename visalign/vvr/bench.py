@@ -1,0 +1,191 @@
+"""Bench runner: ``visalign bench vvr --split {bench,challenge} (--images DIR | --generator CONFIG_OR_PATH) --out DIR``.
+
+Also runnable as ``python -m visalign.vvr.bench ...``.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+from PIL import Image, UnidentifiedImageError
+
+from .benchmark import SPLITS, load_split, read_tasks
+from .task import Task
+
+IMAGE_EXTS = (".png", ".jpg", ".jpeg", ".webp", ".bmp")
+MIN_SIZE, MAX_SIZE = 32, 4096
+
+
+class BenchInputError(ValueError):
+    """Bad benchmark input (missing or extra image, wrong size or mode, unreadable file)."""
+
+
+def add_bench_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Arguments of ``visalign bench vvr``."""
+    parser.add_argument("--split", choices=sorted(SPLITS), default="bench", help="benchmark split (default: bench)")
+    parser.add_argument("--tasks", default=None, help="a JSONL task file to use instead of --split")
+    src = parser.add_mutually_exclusive_group(required=True)
+    src.add_argument("--images", help="folder with one image per task, named <task_id>.png (or .jpg/.webp)")
+    src.add_argument("--generator", help="generator checkpoint folder, or YAML config with a 'generator:' section")
+    parser.add_argument("--out", required=True, help="output folder for report.json, report.md, failures.png")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N tasks")
+    parser.add_argument("--batch-size", type=int, default=16, help="generator batch size")
+    parser.add_argument("--seed", type=int, default=0, help="generator sampling seed")
+    parser.add_argument("--failures", type=int, default=16, help="failed tasks shown in failures.png")
+    return parser
+
+
+def _split_ids(args: argparse.Namespace) -> set[str] | None:
+    if args.tasks:
+        return None
+    sp = SPLITS[args.split]
+    return {f"{sp.prefix}-{i:05d}" for i in range(sp.size)}
+
+
+def load_tasks(args: argparse.Namespace) -> list[Task]:
+    if args.limit is not None and args.limit < 1:
+        raise BenchInputError(f"--limit must be >= 1, got {args.limit}")
+    tasks = read_tasks(args.tasks)[: args.limit] if args.tasks else load_split(args.split, args.limit)
+    if not tasks:
+        raise BenchInputError("no tasks to evaluate")
+    return tasks
+
+
+def load_image(path: Path) -> np.ndarray:
+    """Read one image as uint8 RGB; errors name the file."""
+    try:
+        with Image.open(path) as im:
+            im.load()
+            mode, size = im.mode, im.size
+            if mode not in ("RGB", "RGBA", "P"):
+                raise BenchInputError(f"{path}: image mode {mode!r} is not supported (need RGB, RGBA or palette)")
+            if im.mode != "RGB":
+                im = im.convert("RGBA")
+                bg = Image.new("RGB", im.size, (255, 255, 255))
+                bg.paste(im, mask=im.split()[3])
+                im = bg
+            arr = np.asarray(im, dtype=np.uint8).copy()
+    except (UnidentifiedImageError, OSError, SyntaxError) as err:
+        raise BenchInputError(f"{path}: cannot read image ({err})") from err
+    w, h = size
+    if w != h or not MIN_SIZE <= w <= MAX_SIZE:
+        raise BenchInputError(f"{path}: image is {w}x{h}; VVR needs square images between {MIN_SIZE} and {MAX_SIZE} px")
+    return arr
+
+
+def find_images(folder: str | Path, tasks: Sequence[Task], known_ids: set[str] | None) -> dict[str, Path]:
+    """Map task id -> image file, checking that every task has exactly one image and no file is unexpected."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise BenchInputError(f"--images {folder}: not a folder")
+    found: dict[str, Path] = {}
+    for p in sorted(folder.iterdir()):
+        if p.suffix.lower() not in IMAGE_EXTS or p.name.startswith("."):
+            continue
+        if p.stem in found:
+            raise BenchInputError(f"two images for task {p.stem!r}: {found[p.stem].name} and {p.name}")
+        found[p.stem] = p
+    wanted = [t.id for t in tasks]
+    allowed = known_ids if known_ids is not None else set(wanted)
+    extra = sorted(set(found) - allowed - set(wanted))
+    if extra:
+        names = ", ".join(found[e].name for e in extra[:5])
+        raise BenchInputError(f"{len(extra)} image(s) in {folder} match no task id: {names}" + (" ..." if len(extra) > 5 else ""))
+    missing = [i for i in wanted if i not in found]
+    if missing:
+        raise BenchInputError(f"{len(missing)} of {len(wanted)} tasks have no image in {folder}: "
+                              + ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else ""))
+    return {i: found[i] for i in wanted}
+
+
+def _load_generator(spec: str) -> Any:
+    from ..core.generator import build_generator, load_generator
+
+    path = Path(spec)
+    if path.is_dir():
+        return load_generator(path)
+    if path.suffix in (".yaml", ".yml"):
+        from ..core.config import load_yaml
+
+        cfg = load_yaml(path)
+        if not isinstance(cfg.get("generator"), dict):
+            raise BenchInputError(f"{path}: config has no 'generator:' section")
+        return build_generator(cfg["generator"])
+    raise BenchInputError(f"--generator {spec}: expected a checkpoint folder or a .yaml config")
+
+
+def generate_images(spec: str, tasks: Sequence[Task], out: Path, batch_size: int, seed: int) -> dict[str, Path]:
+    """Sample one image per task prompt from a visalign generator and save them as ``out/<id>.png``."""
+    import torch
+    from tqdm import tqdm
+
+    gen = _load_generator(spec)
+    gen.eval()
+    out.mkdir(parents=True, exist_ok=True)
+    paths: dict[str, Path] = {}
+    for start in tqdm(range(0, len(tasks), batch_size), desc="generating", unit="batch"):
+        batch = tasks[start:start + batch_size]
+        g = torch.Generator().manual_seed(seed + start)
+        with torch.no_grad():
+            x = gen.sample(prompts=[t.prompt for t in batch], generator=g)
+        if not isinstance(x, torch.Tensor) or x.dim() != 4 or x.shape[1] != 3:
+            raise BenchInputError(f"generator {spec} returned {getattr(x, 'shape', type(x))}, expected B x 3 x H x W images")
+        arr = ((x.detach().float().clamp(-1, 1) + 1) * 127.5).round().to(torch.uint8).permute(0, 2, 3, 1).cpu().numpy()
+        for t, img in zip(batch, arr):
+            paths[t.id] = out / f"{t.id}.png"
+            Image.fromarray(img).save(paths[t.id])
+    return paths
+
+
+def run_bench(args: argparse.Namespace) -> int:
+    """Run the benchmark; writes report.json, report.md, results.jsonl and failures.png into ``args.out``."""
+    from tqdm import tqdm
+
+    from .report import failure_grid, summarize, task_row, write_report
+    from .verify import verify
+
+    out = Path(args.out)
+    tasks = load_tasks(args)
+    if args.images:
+        files = find_images(args.images, tasks, _split_ids(args))
+        source = f"images:{args.images}"
+    else:
+        files = generate_images(args.generator, tasks, out / "images", args.batch_size, args.seed)
+        source = f"generator:{args.generator}"
+    rows, failures = [], []
+    first_size = None
+    for task in tqdm(tasks, desc="verifying", unit="image"):
+        img = load_image(files[task.id])
+        if first_size is None:
+            first_size = img.shape
+        elif img.shape != first_size:
+            raise BenchInputError(f"{files[task.id]}: size {img.shape[1]}x{img.shape[0]} differs from the other images "
+                                  f"({first_size[1]}x{first_size[0]})")
+        res = verify(img, task)
+        rows.append(task_row(task, res))
+        if not res.all_satisfied and len(failures) < args.failures:
+            failures.append((img, task, res))
+    name = "custom" if args.tasks else args.split
+    summary = summarize(rows, name, source)
+    paths = write_report(out, summary, rows)
+    grid = failure_grid(failures, out / "failures.png")
+    print(f"VVR {name}: accuracy {100 * summary['accuracy']:.2f}% on {len(rows)} tasks "
+          f"(mean fraction {100 * summary['mean_fraction']:.1f}%)")
+    print(f"wrote {paths['json']}, {paths['markdown']}" + (f", {grid}" if grid else ""))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = add_bench_arguments(argparse.ArgumentParser(prog="python -m visalign.vvr.bench", description=__doc__))
+    args = parser.parse_args(argv)
+    try:
+        return run_bench(args)
+    except (BenchInputError, FileNotFoundError) as err:
+        parser.exit(2, f"error: {err}\n")
+    return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,64 @@
+"""Prompt sources that feed VVR tasks to trainers: fresh tasks at a chosen level, or a benchmark file."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import torch
+
+from ..core.prompts import PromptSource
+from ..core.types import PromptBatch
+from .benchmark import EVAL_SEED_BASE, TRAIN_SEED_LIMIT, load_split, read_tasks
+from .constraints import CONSTRAINT_NAMES
+from .sampler import LEVELS, generate_task
+from .task import Task
+
+
+def task_batch(tasks: Sequence[Task]) -> PromptBatch:
+    """PromptBatch with ``metadata[i] = {"task": task_dict, "task_id": id}``."""
+    return PromptBatch([t.prompt for t in tasks], [{"task": t.to_dict(), "task_id": t.id} for t in tasks])
+
+
+class VVRPromptSource(PromptSource):
+    """Freshly generated VVR tasks at complexity ``level`` (0 = 1-3 objects, one constraint; fits 32-64 px).
+
+    Training seeds come from the torch generator (below 1e9, disjoint from the benchmark splits); ``eval_batch``
+    uses a separate held-out seed stream.
+    """
+
+    def __init__(self, level: int = 0, types: Sequence[str] | None = None) -> None:
+        if level not in LEVELS:
+            raise ValueError(f"VVR level must be one of {sorted(LEVELS)}, got {level}")
+        bad = [t for t in types or [] if t not in CONSTRAINT_NAMES]
+        if bad:
+            raise ValueError(f"unknown VVR constraint types {bad}; known: {', '.join(CONSTRAINT_NAMES)}")
+        self.level = level
+        self.types = list(types) if types else list(CONSTRAINT_NAMES)
+
+    def _task(self, seed: int, prefix: str) -> Task:
+        primary = self.types[seed % len(self.types)]
+        return generate_task(seed, self.level, primary, f"{prefix}-L{self.level}-{seed}")
+
+    def sample(self, n: int, generator: torch.Generator) -> PromptBatch:
+        seeds = torch.randint(0, TRAIN_SEED_LIMIT, (n,), generator=generator).tolist()
+        return task_batch([self._task(s, "vvr-train") for s in seeds])
+
+    def eval_batch(self, n: int) -> PromptBatch:
+        return task_batch([self._task(EVAL_SEED_BASE + i, "vvr-eval") for i in range(n)])
+
+
+class VVRFilePromptSource(PromptSource):
+    """Tasks from a benchmark split (``"bench"`` / ``"challenge"``) or a JSONL file; draws uniformly, evaluates in order."""
+
+    def __init__(self, split_or_path: str | Path, limit: int | None = None) -> None:
+        name = str(split_or_path)
+        self.tasks = load_split(name, limit) if name in ("bench", "challenge") else read_tasks(name)[:limit]
+        if not self.tasks:
+            raise ValueError(f"no VVR tasks in {name}")
+
+    def sample(self, n: int, generator: torch.Generator) -> PromptBatch:
+        idx = torch.randint(len(self.tasks), (n,), generator=generator).tolist()
+        return task_batch([self.tasks[i] for i in idx])
+
+    def eval_batch(self, n: int) -> PromptBatch:
+        return task_batch([self.tasks[i % len(self.tasks)] for i in range(n)])
