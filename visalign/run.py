@@ -11,9 +11,12 @@ from .trainer.config import TrainerConfig
 
 @dataclass
 class RunConfig:
-    """Top-level config; each section is built by its registry (``name`` picks the class, other keys its config)."""
+    """Top-level config; each section is built by its registry (``name`` picks the class, other keys its config).
+
+    ``policy: {type: causal_lm, path: local_folder, ...}`` trains a language model instead of ``generator``."""
 
     generator: dict[str, Any] = field(default_factory=lambda: {"name": "toy_one_step"})
+    policy: dict[str, Any] | None = None
     reward: Any = "x0"
     eval_reward: Any = None
     algorithm: dict[str, Any] = field(default_factory=lambda: {"name": "rwr"})
@@ -27,6 +30,19 @@ def load_run_config(path: str | Path | None = None, overrides: Sequence[str] = (
     return from_dict(RunConfig, apply_overrides(data, overrides))
 
 
+def build_policy(config: dict[str, Any]):
+    """A non-generator policy; today ``type: causal_lm`` (any local transformers causal LM)."""
+    config = dict(config)
+    kind = config.pop("type", None)
+    if kind != "causal_lm":
+        raise ConfigError(f"policy.type must be 'causal_lm', got {kind!r}")
+    if "path" not in config:
+        raise ConfigError("policy.path (a local model folder) is required")
+    from .text.policy import CausalLMPolicy
+
+    return CausalLMPolicy.from_pretrained(config.pop("path"), **config)
+
+
 def build_trainer(config: RunConfig):
     """Instantiate every part of a run and return a ready ``Trainer``."""
     from .core.algorithm import build_algorithm
@@ -36,7 +52,7 @@ def build_trainer(config: RunConfig):
     from .trainer import Trainer
 
     try:
-        policy = build_generator(config.generator)
+        policy = build_policy(config.policy) if config.policy else build_generator(config.generator)
         reward = build_reward(config.reward)
         eval_reward = build_reward(config.eval_reward) if config.eval_reward is not None else None
         algorithm = build_algorithm(config.algorithm)

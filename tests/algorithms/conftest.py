@@ -1,17 +1,16 @@
-"""Fixtures for the alignment-objective tests: single-threaded torch, pretrained toy references, a tiny image generator."""
+"""Fixtures for the alignment-objective tests: single-threaded torch, the shipped pretrained toy references
+(``assets/toy``), a tiny image generator, a cosine-schedule training helper."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 import torch
 from torch import nn
 
-from visalign.core.generator import Generator
-from visalign.generators import ToyFlowGenerator, ToyOneStepGenerator
-from visalign.generators.toy import ToyConfig
+from visalign.core.generator import Generator, load_generator
 from visalign.toys import ring_mixture
-from visalign.toys.pretrain import pretrain_flow, pretrain_one_step
 
 
 @pytest.fixture(autouse=True)
@@ -23,31 +22,24 @@ def single_thread():
     torch.set_num_threads(old)
 
 
+ASSETS = Path(__file__).resolve().parents[2] / "assets" / "toy"
+
+
 @pytest.fixture(scope="session")
 def mixture():
     return ring_mixture(num_modes=8, radius=2.0, std=0.2)
 
 
 @pytest.fixture(scope="session")
-def one_step_reference(mixture):
-    torch.manual_seed(0)
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    gen = ToyOneStepGenerator(ToyConfig(hidden=64, layers=3))
-    pretrain_one_step(gen, mixture.sample, steps=300, batch_size=256, lr=3e-3)
-    torch.set_num_threads(old)
-    return gen.frozen_copy()
+def one_step_reference():
+    """The shipped one-step MLP fitted to the 8-mode ring (``pipelines/toy_references.py``)."""
+    return load_generator(ASSETS / "one_step_ring").frozen_copy()
 
 
 @pytest.fixture(scope="session")
-def flow_reference(mixture):
-    torch.manual_seed(0)
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    gen = ToyFlowGenerator(ToyConfig(hidden=64, layers=3, num_steps=4))
-    pretrain_flow(gen, mixture.sample, steps=800, batch_size=256, lr=3e-3)
-    torch.set_num_threads(old)
-    return gen.frozen_copy()
+def flow_reference():
+    """The shipped 4-step flow-matching MLP fitted to the 8-mode ring (``pipelines/toy_references.py``)."""
+    return load_generator(ASSETS / "flow_ring").frozen_copy()
 
 
 def _trainable_copy(reference: Generator) -> Generator:
@@ -89,15 +81,14 @@ def image_generator():
     return TinyImageGenerator()
 
 
-def _train(policy, algorithm, reward, reference, phases, output_dir, batch_size: int = 1):
-    """Run the shared Trainer in phases of (steps, learning_rate) — a step-decayed schedule."""
+def _train(policy, algorithm, reward, reference, steps, lr, output_dir, batch_size: int = 1, min_lr_ratio: float = 0.1):
+    """Run the shared Trainer with a cosine learning-rate decay from ``lr`` to ``min_lr_ratio·lr``."""
     from visalign.core import Unconditional
     from visalign.trainer import Trainer, TrainerConfig
 
-    for i, (steps, lr) in enumerate(phases):
-        cfg = TrainerConfig(steps=steps, batch_size=batch_size, learning_rate=lr, log_with=[], progress=False,
-                            output_dir=str(output_dir / f"phase{i}"), max_grad_norm=None, eval_batch_size=8)
-        Trainer(policy, algorithm, reward, Unconditional(), cfg, reference=reference).train()
+    cfg = TrainerConfig(steps=steps, batch_size=batch_size, learning_rate=lr, lr_schedule="cosine", min_lr_ratio=min_lr_ratio,
+                        log_with=[], progress=False, output_dir=str(output_dir), max_grad_norm=None, eval_batch_size=8)
+    Trainer(policy, algorithm, reward, Unconditional(), cfg, reference=reference).train()
     return policy
 
 

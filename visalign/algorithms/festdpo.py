@@ -8,6 +8,14 @@ policy (differentiable through them) and N of the frozen reference. For a pair (
 With online labels q = σ((r_a − r_b)/τ) (``soft``) or a Bernoulli draw of it (``sampled``) the population optimum
 is p_θ ∝ p_ref·exp(r/(τβ)) — the reward-tilted reference. ``hard`` labels rank the pair deterministically.
 Any sampler works (one-step, few-step Euler, consistency): only ``policy(noise, prompts)`` is used.
+
+Bandwidth and transport between modes. The KDE gradient reaches a policy sample only through kernels of width h
+around the pair points, so with a small h mass moves between well-separated modes only by slow diffusion (a
+one-step MLP on an 8-mode ring stalls at a fraction of the target reward). A large h gives long-range forces but
+biases the optimum: the population fixed point matches the *smoothed* densities, p_θ*K_h ∝ (p_ref*K_h)·exp(r/β),
+which for a linear reward r = a·x keeps the exact mode weights but shifts every mode by an extra h²·a/β.
+``bandwidth_anneal`` = A > 1 starts every bandwidth at A·h and decays the factor geometrically to 1 over
+``bandwidth_anneal_steps`` updates: mass is transported while h is large, the small final h removes most of the bias.
 """
 from __future__ import annotations
 
@@ -61,6 +69,8 @@ class FestDPOConfig:
     bandwidth_scales: list[float] = field(default_factory=lambda: [1.0])
     features: Any = "identity"
     updates_per_rollout: int = 1
+    bandwidth_anneal: float = 1.0
+    bandwidth_anneal_steps: int = 0
 
     def __post_init__(self) -> None:
         check(self.beta > 0, f"festdpo.beta must be > 0, got {self.beta}")
@@ -72,6 +82,8 @@ class FestDPOConfig:
         check(len(self.bandwidth_scales) >= 1 and all(s > 0 for s in self.bandwidth_scales),
               f"festdpo.bandwidth_scales must be a non-empty list of positive factors, got {self.bandwidth_scales}")
         check(self.updates_per_rollout >= 1, "festdpo.updates_per_rollout must be >= 1")
+        check(self.bandwidth_anneal >= 1.0, f"festdpo.bandwidth_anneal (initial bandwidth factor) must be >= 1, got {self.bandwidth_anneal}")
+        check(self.bandwidth_anneal_steps >= 0, f"festdpo.bandwidth_anneal_steps must be >= 0, got {self.bandwidth_anneal_steps}")
 
 
 class PreferencePairs(PromptSource):
@@ -101,6 +113,20 @@ class FestDPO(Algorithm):
         super().__init__(config or FestDPOConfig())
         self.features = FeatureCache(self.config.features)
         self.updates_per_rollout = self.config.updates_per_rollout
+        self.num_updates = 0  # loss evaluations so far (drives the bandwidth annealing; saved with checkpoints)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"num_updates": self.num_updates}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.num_updates = int(state.get("num_updates", 0))
+
+    def bandwidth_factor(self) -> float:
+        """A^(1 − t/T) for update t < T = ``bandwidth_anneal_steps``, then 1."""
+        cfg = self.config
+        if cfg.bandwidth_anneal_steps <= 0 or self.num_updates >= cfg.bandwidth_anneal_steps:
+            return 1.0
+        return cfg.bandwidth_anneal ** (1.0 - self.num_updates / cfg.bandwidth_anneal_steps)
 
     def setup(self, ctx: TrainContext) -> None:
         self.features.get(ctx)
@@ -152,9 +178,11 @@ class FestDPO(Algorithm):
         groups = ex["fref"].shape[0] // cfg.num_samples
         pair_slices = group_slices(groups, ex["per_prompt"])
         losses, deltas, hs = [], [], []
+        factor = self.bandwidth_factor()
+        self.num_updates += 1
         for gs, gp in zip(group_slices(groups, cfg.num_samples), pair_slices):
             ref_c = ex["fref"][gs]
-            base = bandwidth(ref_c, cfg.bandwidth)
+            base = bandwidth(ref_c, cfg.bandwidth) * factor
             widths = [base * s for s in cfg.bandwidth_scales]
             points = torch.cat([ex["fa"][gp], ex["fb"][gp]])
             ratio = multi_bandwidth_log_prob(points, centres[gs], widths) - multi_bandwidth_log_prob(points, ref_c, widths)

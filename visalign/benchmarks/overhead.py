@@ -19,7 +19,8 @@ def _time(fn, repeats: int) -> float:
     return (time.perf_counter() - start) / repeats
 
 
-def measure(batch_size: int = 64, steps: int = 20, algorithm: str = "rwr") -> dict[str, float]:
+def measure(batch_size: int = 64, steps: int = 20, algorithm: str = "rwr", group: int = 8) -> dict[str, float]:
+    """Both sides see ``batch_size`` generator samples per step (``batch_size // group`` prompts × ``group``)."""
     from visalign.core import PromptList, build_algorithm, get_reward
     from visalign.generators import TinyOneStepGenerator
     from visalign.trainer import Trainer, TrainerConfig
@@ -29,8 +30,10 @@ def measure(batch_size: int = 64, steps: int = 20, algorithm: str = "rwr") -> di
     policy = TinyOneStepGenerator()
     reward = get_reward("color_match")
     with tempfile.TemporaryDirectory() as out:
-        cfg = TrainerConfig(steps=steps, batch_size=batch_size, output_dir=out, log_with=[], progress=False, max_grad_norm=1.0)
-        trainer = Trainer(policy, build_algorithm(algorithm), reward, prompts, cfg)
+        if batch_size % group:
+            raise ValueError(f"batch size {batch_size} must be a multiple of the group size {group}")
+        cfg = TrainerConfig(steps=steps, batch_size=batch_size // group, output_dir=out, log_with=[], progress=False, max_grad_norm=1.0)
+        trainer = Trainer(policy, build_algorithm(_group_config(algorithm, group)), reward, prompts, cfg)
         optimizer = torch.optim.AdamW(policy.parameters(), lr=1e-4)
         batch = prompts.sample(batch_size, torch.Generator().manual_seed(0))
         noise = policy.make_noise(batch_size, torch.Generator().manual_seed(1))
@@ -46,9 +49,15 @@ def measure(batch_size: int = 64, steps: int = 20, algorithm: str = "rwr") -> di
     return {"batch_size": batch_size, "bare_fwd_bwd_ms": bare_s * 1e3, "trainer_step_ms": step_s * 1e3, "ratio": step_s / bare_s}
 
 
+def _group_config(algorithm: str, group: int) -> dict:
+    keys = {"rwr": {"num_samples": group}, "rwtd": {"num_current": group, "num_reference": group},
+            "festdpo": {"num_samples": group}, "flow_grpo": {"group_size": group}}
+    return {"name": algorithm, **keys.get(algorithm, {})}
+
+
 def run(args: argparse.Namespace) -> int:
     r = measure(args.batch_size, args.steps, getattr(args, "algorithm", "rwr"))
-    print(f"tiny_one_step, batch {r['batch_size']}, algorithm {getattr(args, 'algorithm', 'rwr')}")
+    print(f"tiny_one_step, {r['batch_size']} samples per step, algorithm {getattr(args, 'algorithm', 'rwr')}")
     print(f"  bare generator fwd+bwd+AdamW : {r['bare_fwd_bwd_ms']:8.1f} ms")
     print(f"  full trainer step            : {r['trainer_step_ms']:8.1f} ms   (sample + reward + loss + step)")
     print(f"  ratio trainer / bare         : {r['ratio']:8.2f}x")

@@ -13,6 +13,7 @@ from .reward import Reward, score
 from .types import PromptBatch, Rollout, Samples
 
 ALGORITHMS: Registry["Algorithm"] = Registry("algorithm")
+BUILTIN_ALGORITHM_MODULES = ("visalign.algorithms", "visalign.text.algorithms")
 
 
 def register_algorithm(name: str):
@@ -98,5 +99,6 @@ def build_algorithm(config: dict[str, Any] | str) -> Algorithm:
     config = dict(config)
     if "name" not in config:
         raise ValueError(f"algorithm config needs a 'name' key, got keys {sorted(config)}")
-    importlib.import_module("visalign.algorithms")
+    for module in BUILTIN_ALGORITHM_MODULES:
+        importlib.import_module(module)
     return ALGORITHMS.get(config.pop("name")).from_config(config)

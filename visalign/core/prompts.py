@@ -61,6 +61,7 @@ class Unconditional(PromptSource):
 
 
 PROMPT_SOURCES: Registry[PromptSource] = Registry("prompt source")
+BUILTIN_PROMPT_MODULES = ("visalign.vvr.source", "visalign.text.tasks")
 
 
 def _read_prompt_file(path: str) -> tuple[list[str], list[dict[str, Any]]]:
@@ -106,7 +107,8 @@ def build_prompt_source(config: dict[str, Any] | None) -> PromptSource:
             raise ValueError(f"unknown prompts.file key(s) {sorted(config)}")
         return PromptList(prompts, meta, eval_prompts, eval_meta)
     if name not in PROMPT_SOURCES:
-        importlib.import_module("visalign.vvr")
+        for module in BUILTIN_PROMPT_MODULES:
+            importlib.import_module(module)
     return PROMPT_SOURCES.build(name, **config)
 
 

@@ -127,8 +127,12 @@ def load_reward_class(spec: str) -> type[Reward]:
     return REWARDS.get(spec)
 
 
+BUILTIN_REWARD_MODULES = ("visalign.rewards", "visalign.text.rewards")
+
+
 def _import_builtin_rewards() -> None:
-    importlib.import_module("visalign.rewards")
+    for module in BUILTIN_REWARD_MODULES:
+        importlib.import_module(module)
 
 
 def get_reward(spec: str, **kwargs: Any) -> Reward:

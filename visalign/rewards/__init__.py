@@ -1,4 +1,4 @@
-"""Built-in rewards (registered by name)."""
-from . import clip, image_stats, vvr
+"""Built-in rewards (registered by name): image statistics, CLIP score, VVR verifiers, analytic toy rewards."""
+from . import clip, image_stats, toy, vvr
 
-__all__ = ["clip", "image_stats", "vvr"]
+__all__ = ["clip", "image_stats", "toy", "vvr"]

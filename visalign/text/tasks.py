@@ -4,7 +4,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from ..core.prompts import PromptList
+from ..core.prompts import PromptList, register_prompt_source
 
 ADDITION_CHARS = "0123456789+="
 
@@ -43,3 +43,9 @@ class AdditionTask:
         tp, tm = self.split("train")
         ep, em = self.split("eval")
         return PromptList(tp, tm, eval_prompts=ep, eval_metadata=em)
+
+
+@register_prompt_source("text_addition")
+def addition_prompts(digits: int = 2, num_eval: int = 256, seed: int = 0) -> PromptList:
+    """``prompts: {name: text_addition, digits: 2}``: the addition task's train prompts, held-out eval prompts."""
+    return AdditionTask(digits, num_eval, seed).prompt_source()

@@ -100,6 +100,7 @@ class Trainer:
 
             self.ema = EMAModel(self.params, decay=cfg.ema_decay)
         self.step = 0
+        self.samples_seen = 0
         self.history: list[dict[str, float]] = []
         if cfg.resume_from:
             self.load_checkpoint(self._resolve_checkpoint(cfg.resume_from))
@@ -173,8 +174,13 @@ class Trainer:
         rewards = acc.gather(torch.cat([r.rewards.detach().float().reshape(-1) for r in rollouts]).to(acc.device))
         out.update({"reward/mean": rewards.mean().item(), "reward/std": rewards.std().item() if rewards.numel() > 1 else 0.0,
                     "reward/max": rewards.max().item(), "reward/min": rewards.min().item(), "lr": self.scheduler.get_last_lr()[0],
-                    "samples_seen": float(self.step * cfg.batch_size * cfg.grad_accum * acc.num_processes)})
+                    "samples_seen": float(self._count_samples(rewards.numel()))})
         return out
+
+    def _count_samples(self, new: int) -> int:
+        """Scored policy samples so far, over all ranks (the budget that methods are compared under)."""
+        self.samples_seen += new
+        return self.samples_seen
 
     def _all_reduce_grads(self) -> None:
         if self.accelerator.num_processes == 1:
@@ -261,7 +267,7 @@ class Trainer:
             for name, module in self.algorithm.modules().items():
                 ckpt.save_module(module, path / f"algorithm_{name}.safetensors")
             ckpt.save_state_dict({"state": self.algorithm.state_dict()}, path / "algorithm_state")
-            (path / "trainer_state.json").write_text(json.dumps({"step": self.step, "history": self.history}))
+            (path / "trainer_state.json").write_text(json.dumps({"step": self.step, "samples_seen": self.samples_seen, "history": self.history}))
             (path.parent / "latest").write_text(path.name)
             self._prune_checkpoints(path.parent)
         acc.wait_for_everyone()
@@ -283,7 +289,7 @@ class Trainer:
             ckpt.load_module(module, path / f"algorithm_{name}.safetensors")
         self.algorithm.load_state_dict(ckpt.load_state_dict(path / "algorithm_state")["state"])
         state = json.loads((path / "trainer_state.json").read_text())
-        self.step, self.history = state["step"], state["history"]
+        self.step, self.samples_seen, self.history = state["step"], state["samples_seen"], state["history"]
         rng_file = path / f"rng_{self.accelerator.process_index}"
         if rng_file.with_suffix(".json").is_file():
             ckpt.set_rng_state(ckpt.load_state_dict(rng_file))

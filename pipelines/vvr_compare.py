@@ -1,0 +1,168 @@
+"""Align the shipped VVR generators with RWTD, FestDPO, RWR and Flow-GRPO under one sample budget and print a table.
+
+Each method runs from its own config (``configs/vvr_<method>.yaml``; the configs differ only in the algorithm
+section, and Flow-GRPO in the generator, which must be a flow model with an SDE sampler: ``assets/tiny_flow_vvr``)
+through the shared Trainer, with the same prompts, steps and seed. Budget: ``--prompts`` prompts per step and
+16 generator samples per prompt for every method (RWTD 8 current + 8 reference; FestDPO 8 reference pair candidates
++ 4 reference + 4 policy KDE centres; RWR 16; Flow-GRPO a group of 16 SDE trajectories of ``num_steps`` steps).
+
+Columns: VVR accuracy on held-out tasks before / after (all-satisfied rate and mean soft reward; same noise and
+prompts before and after), generator samples used in training (counted by wrapping the policy and reference), images
+the reward scored, the distance of the aligned model's outputs to the reference's for the same noise + prompts (mean
+L2 in the frozen random conv feature space ``conv``, and pixel RMSE), and wall time per training step.
+
+Reward backprop (ReFL / DRaFT) is left out: the VVR reward is a non-differentiable parser.
+
+    python pipelines/vvr_compare.py                        # ~10-15 min on 2 CPU cores
+    python pipelines/vvr_compare.py --steps 5 --eval-n 32  # smoke run
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import torch
+
+from visalign.core import load_generator
+from visalign.core.prompts import _read_prompt_file
+from visalign.features import build_features
+from visalign.rewards.vvr import VVRReward
+from visalign.run import build_trainer, load_run_config
+
+ROOT = Path(__file__).resolve().parent.parent
+METHODS = ("rwtd", "festdpo", "rwr", "flow_grpo")
+
+
+class Counting(torch.nn.Module):
+    """Counts the samples a generator produces (rows of each ``forward`` / ``sample`` / SDE call)."""
+
+    def __init__(self, inner) -> None:
+        super().__init__()
+        self.inner = inner
+        self.count = 0
+
+    def __getattr__(self, name):
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(self._modules["inner"], name)
+
+
+def count_calls(gen, counter: dict[str, int], key: str) -> None:
+    """Wrap ``forward``, ``sample_sde`` (Flow-GRPO rollouts) on the instance to count generated samples."""
+    for name in ("forward", "sample_sde"):
+        fn = getattr(gen, name, None)
+        if fn is None:
+            continue
+
+        def wrapped(*args, _fn=fn, **kwargs):
+            if torch.is_grad_enabled() is False or not kwargs.get("grad", False):
+                noise = args[0] if args else kwargs.get("noise")
+                if isinstance(noise, torch.Tensor) and not torch.is_grad_enabled():
+                    counter[key] += int(noise.shape[0])
+            return _fn(*args, **kwargs)
+
+        setattr(gen, name, wrapped)
+
+
+class CountingReward:
+    """Passes through to the VVR reward and counts scored images."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.count = 0
+        self.differentiable = False
+
+    def __call__(self, samples, prompts, metadata):
+        self.count += len(prompts)
+        return self.inner(samples, prompts, metadata)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+@torch.no_grad()
+def outputs(gen, prompts: list[str], seed: int = 99) -> torch.Tensor:
+    gen.eval()
+    out = []
+    g = torch.Generator().manual_seed(seed)
+    for i in range(0, len(prompts), 64):
+        ps = prompts[i:i + 64]
+        out.append(gen.sample(len(ps), ps, generator=g))
+    return torch.cat(out)
+
+
+def scores(x: torch.Tensor, prompts, meta) -> dict[str, float]:
+    return {"acc": VVRReward(strict=True)(x, prompts, meta).mean().item(), "soft": VVRReward()(x, prompts, meta).mean().item()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--methods", nargs="*", default=list(METHODS), choices=METHODS)
+    p.add_argument("--steps", type=int, default=60, help="training steps per method (same for all)")
+    p.add_argument("--prompts", type=int, default=4, help="prompts per step")
+    p.add_argument("--eval-n", type=int, default=128, help="held-out tasks for before/after")
+    p.add_argument("--out", default="runs/vvr_compare")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("overrides", nargs="*", help="extra key=value overrides applied to every method's config")
+    args = p.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    eval_prompts, eval_meta = _read_prompt_file(str(ROOT / "assets" / "tiny_one_step_vvr" / "tasks_eval.jsonl"))
+    eval_prompts, eval_meta = eval_prompts[:args.eval_n], eval_meta[:args.eval_n]
+    phi = build_features("conv").eval()
+    rows = []
+    for method in args.methods:
+        cfg = load_run_config(ROOT / "configs" / f"vvr_{method}.yaml", [
+            f"trainer.steps={args.steps}", f"trainer.batch_size={args.prompts}", "trainer.eval_batch_size=4",
+            f"trainer.output_dir={out / method}", "trainer.progress=true", *args.overrides])
+        for key in ("checkpoint",):
+            cfg.generator[key] = str(ROOT / cfg.generator[key])
+        for key in ("path", "eval_path"):
+            cfg.prompts[key] = str(ROOT / cfg.prompts[key])
+        trainer = build_trainer(cfg)
+        reference = load_generator(cfg.generator["checkpoint"]).eval()
+        x_ref = outputs(reference, eval_prompts)
+        before = scores(x_ref, eval_prompts, eval_meta)
+        counter = {"policy": 0, "reference": 0}
+        count_calls(trainer.policy, counter, "policy")
+        if trainer.reference is not None:
+            count_calls(trainer.reference, counter, "reference")
+        trainer.reward = trainer.ctx.reward = CountingReward(trainer.reward)
+        print(f"== {method}: {args.steps} steps x {args.prompts} prompts")
+        start = time.perf_counter()
+        trainer.train()
+        seconds = time.perf_counter() - start
+        x = outputs(trainer.policy, eval_prompts)
+        after = scores(x, eval_prompts, eval_meta)
+        with torch.no_grad():
+            feat_dist = (phi(x) - phi(x_ref)).norm(dim=1).mean().item()
+        rmse = (x - x_ref).pow(2).mean().sqrt().item()
+        row = {"method": method, "generator": cfg.generator["checkpoint"].rsplit("/", 1)[-1],
+               "acc_before": before["acc"], "acc_after": after["acc"], "soft_before": before["soft"], "soft_after": after["soft"],
+               "samples_policy": counter["policy"], "samples_reference": counter["reference"],
+               "samples_total": counter["policy"] + counter["reference"], "scored": trainer.reward.count,
+               "feat_dist_to_ref": feat_dist, "pixel_rmse_to_ref": rmse, "sec_per_step": seconds / max(args.steps, 1)}
+        rows.append(row)
+        print(json.dumps(row))
+    (out / "table.json").write_text(json.dumps(rows, indent=2) + "\n")
+    head = ("method", "generator", "acc before→after", "soft before→after", "gen samples (pol+ref)", "scored",
+            "conv-feat dist to ref", "pixel RMSE to ref", "s/step")
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        lines.append(f"| {r['method']} | {r['generator']} | {r['acc_before']:.3f} → {r['acc_after']:.3f} | "
+                     f"{r['soft_before']:.3f} → {r['soft_after']:.3f} | {r['samples_total']} "
+                     f"({r['samples_policy']}+{r['samples_reference']}) | {r['scored']} | {r['feat_dist_to_ref']:.3f} | "
+                     f"{r['pixel_rmse_to_ref']:.3f} | {r['sec_per_step']:.2f} |")
+    table = "\n".join(lines)
+    (out / "table.md").write_text(table + "\n")
+    print(f"\nheld-out easy VVR tasks: {len(eval_prompts)}; steps per method: {args.steps}; prompts per step: {args.prompts}\n")
+    print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
