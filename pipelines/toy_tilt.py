@@ -2,9 +2,14 @@
 
 Prints MMD and sliced W2 to exact target samples (importance resampling from 200k reference samples) next to
 the noise floor (two independent target sets of the same size), and saves the RWTD λ curve (reward vs distance
-to the reference) and a scatter of the samples.
+to the reference), a scatter of the samples and ``results.json``.
 
-    python pipelines/toy_tilt.py --out runs/toy_tilt            # all methods + λ curve (~10 min on 2 CPU cores)
+References: the shipped checkpoints ``assets/toy/{one_step_ring,flow_ring}`` (``pipelines/toy_references.py``);
+``--pretrain`` fits fresh 128-wide ones instead. Methods use the linear reward r = x₀ (β = 1). The λ curve uses the
+quadratic reward r = −½‖x − (1, 1)‖², which is bounded above: with an unbounded reward on-policy tilting (λ > 0) has
+no fixed point and the current samples run off to infinity.
+
+    python pipelines/toy_tilt.py --out runs/toy_tilt            # all methods + λ curve (~10 min on 1 CPU core)
     python pipelines/toy_tilt.py --methods rwtd --lams 0 0.5     # a quick subset
 """
 from __future__ import annotations
@@ -21,23 +26,24 @@ from visalign.algorithms import FestDPO, FestDPOConfig, FlowGRPO, FlowGRPOConfig
 from visalign.core import Unconditional
 from visalign.generators import ToyFlowGenerator, ToyOneStepGenerator
 from visalign.generators.toy import ToyConfig
-from visalign.rewards.toy import ToyLinearReward
+from visalign.core.generator import load_generator
+from visalign.rewards.toy import ToyLinearReward, ToyQuadraticReward
 from visalign.toys import mmd_rbf, noise_floor, ring_mixture, sliced_w2, tilted_reference_sample
 from visalign.toys.pretrain import pretrain_flow, pretrain_one_step
 from visalign.trainer import Trainer, TrainerConfig
 
 N_EVAL = 2000
+ASSETS = Path(__file__).resolve().parents[1] / "assets" / "toy"
 
 
-def train(policy, algorithm, reward, reference, phases, out: Path) -> float:
-    """Shared Trainer in (steps, lr) phases; returns seconds per step."""
-    start, total = time.perf_counter(), 0
-    for i, (steps, lr) in enumerate(phases):
-        cfg = TrainerConfig(steps=steps, batch_size=1, learning_rate=lr, log_with=[], progress=False,
-                            output_dir=str(out / f"phase{i}"), max_grad_norm=None, eval_batch_size=8)
-        Trainer(policy, algorithm, reward, Unconditional(), cfg, reference=reference).train()
-        total += steps
-    return (time.perf_counter() - start) / max(total, 1)
+def train(policy, algorithm, reward, reference, schedule, out: Path) -> float:
+    """Shared Trainer, ``schedule`` = (steps, peak lr) with cosine decay to 0.1·lr; returns seconds per step."""
+    steps, lr = schedule
+    start = time.perf_counter()
+    cfg = TrainerConfig(steps=steps, batch_size=1, learning_rate=lr, lr_schedule="cosine", min_lr_ratio=0.1, log_with=[],
+                        progress=False, output_dir=str(out), max_grad_norm=None, eval_batch_size=8)
+    Trainer(policy, algorithm, reward, Unconditional(), cfg, reference=reference).train()
+    return (time.perf_counter() - start) / max(steps, 1)
 
 
 def trainable(reference):
@@ -51,37 +57,43 @@ def main() -> None:
     parser.add_argument("--out", default="runs/toy_tilt")
     parser.add_argument("--beta", type=float, default=1.0)
     parser.add_argument("--methods", nargs="*", default=["rwtd", "festdpo_one_step", "festdpo_flow", "rwr", "reward_backprop", "flow_grpo"])
-    parser.add_argument("--lams", nargs="*", type=float, default=[0.0, 0.25, 0.5, 0.7, 0.85])
+    parser.add_argument("--lams", nargs="*", type=float, default=[0.0, 0.25, 0.5, 0.75, 0.9])
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--pretrain", action="store_true", help="fit fresh 128-wide references instead of the shipped ones")
     args = parser.parse_args()
     torch.set_num_threads(1)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(args.seed)
     mix, reward, beta = ring_mixture(), ToyLinearReward((1.0, 0.0)), args.beta
+    curve_reward = ToyQuadraticReward((1.0, 1.0), scale=0.5)
 
-    print("pretraining references on the 8-mode ring ...", flush=True)
-    one = ToyOneStepGenerator(ToyConfig(hidden=128, layers=3))
-    pretrain_one_step(one, mix.sample, steps=1000)
-    flow = ToyFlowGenerator(ToyConfig(hidden=128, layers=3, num_steps=4))
-    pretrain_flow(flow, mix.sample, steps=2000)
+    if args.pretrain:
+        print("pretraining references on the 8-mode ring ...", flush=True)
+        one = ToyOneStepGenerator(ToyConfig(hidden=128, layers=3))
+        pretrain_one_step(one, mix.sample, steps=1000)
+        flow = ToyFlowGenerator(ToyConfig(hidden=128, layers=3, num_steps=4))
+        pretrain_flow(flow, mix.sample, steps=2000)
+    else:
+        one, flow = load_generator(ASSETS / "one_step_ring"), load_generator(ASSETS / "flow_ring")
     refs = {"one_step": one.frozen_copy(), "flow": flow.frozen_copy()}
 
-    def target_sampler(reference):
+    def target_sampler(reference, r):
         def sample(n, g):
             seed = int(torch.randint(0, 2**31 - 1, (1,), generator=g))
-            return tilted_reference_sample(lambda k, gg: reference.sample(k, generator=gg), reward, beta, n, seed=seed)[0]
+            return tilted_reference_sample(lambda k, gg: reference.sample(k, generator=gg), r, beta, n, seed=seed)[0]
         return sample
 
     evals = {}
-    for family, ref in refs.items():
-        sampler = target_sampler(ref)
+    for key, (family, r) in {"one_step": ("one_step", reward), "flow": ("flow", reward), "curve": ("one_step", curve_reward)}.items():
+        ref = refs[family]
+        sampler = target_sampler(ref, r)
         floor = noise_floor(sampler, N_EVAL, repeats=5)
         floor_sw = noise_floor(sampler, N_EVAL, distance=sliced_w2, repeats=5)
-        evals[family] = (ref, sampler(N_EVAL, torch.Generator().manual_seed(1)), floor, floor_sw)
+        evals[key] = (ref, sampler(N_EVAL, torch.Generator().manual_seed(1)), floor, floor_sw, r)
 
     def measure(policy, family):
-        ref, target, floor, floor_sw = evals[family]
+        ref, target, floor, floor_sw, reward = evals[family]
         with torch.no_grad():
             x = policy.sample(N_EVAL, generator=torch.Generator().manual_seed(2))
             x_ref = ref.sample(N_EVAL, generator=torch.Generator().manual_seed(3))
@@ -90,12 +102,14 @@ def main() -> None:
                 "mmd_to_reference": mmd_rbf(x, x_ref)}, x
 
     runs = {
-        "rwtd": ("one_step", lambda: RWTD(RWTDConfig(lam=0.0, beta=beta, num_current=256, num_reference=1024, solver="emd")), [(300, 1e-3), (200, 3e-4)]),
-        "festdpo_one_step": ("one_step", lambda: FestDPO(FestDPOConfig(beta=beta, num_samples=1024, num_pairs=512, bandwidth="silverman")), [(300, 1e-3), (200, 3e-4)]),
-        "festdpo_flow": ("flow", lambda: FestDPO(FestDPOConfig(beta=beta, num_samples=1024, num_pairs=512, bandwidth="silverman")), [(300, 2e-3), (200, 5e-4)]),
-        "rwr": ("flow", lambda: RWR(RWRConfig(beta=beta, num_samples=256, normalize_rewards=False)), [(300, 1e-3), (200, 3e-4)]),
-        "reward_backprop": ("one_step", lambda: RewardBackprop(RewardBackpropConfig(num_samples=256, anchor_weight=0.5)), [(300, 1e-3), (200, 3e-4)]),
-        "flow_grpo": ("flow", lambda: FlowGRPO(FlowGRPOConfig(group_size=256, num_steps=4, kl_beta=0.04)), [(300, 1e-3), (200, 3e-4)]),
+        "rwtd": ("one_step", lambda: RWTD(RWTDConfig(lam=0.0, beta=beta, num_current=256, num_reference=1024, solver="emd")), (300, 1e-3)),
+        # one-step FestDPO anneals the bandwidth from 3× Silverman so mass can move between ring modes (festdpo.py docstring)
+        "festdpo_one_step": ("one_step", lambda: FestDPO(FestDPOConfig(beta=beta, num_samples=1024, num_pairs=512, bandwidth="silverman",
+                                                                        bandwidth_anneal=3.0, bandwidth_anneal_steps=250)), (500, 3e-3)),
+        "festdpo_flow": ("flow", lambda: FestDPO(FestDPOConfig(beta=beta, num_samples=1024, num_pairs=512, bandwidth="silverman")), (300, 2e-3)),
+        "rwr": ("flow", lambda: RWR(RWRConfig(beta=beta, num_samples=256, normalize_rewards=False)), (300, 1e-3)),
+        "reward_backprop": ("one_step", lambda: RewardBackprop(RewardBackpropConfig(num_samples=256, anchor_weight=0.5)), (300, 1e-3)),
+        "flow_grpo": ("flow", lambda: FlowGRPO(FlowGRPOConfig(group_size=256, num_steps=4, kl_beta=0.04)), (300, 1e-3)),
     }
     results, samples = {}, {}
     for name in args.methods:
@@ -111,13 +125,17 @@ def main() -> None:
     curve = []
     for lam in args.lams:
         policy = trainable(refs["one_step"])
-        train(policy, RWTD(RWTDConfig(lam=lam, beta=beta, num_current=256, num_reference=1024, solver="emd")), reward, refs["one_step"],
-              [(300, 1e-3), (200, 3e-4)], out / f"lam_{lam}")
-        m, _ = measure(policy, "one_step")
+        sec = train(policy, RWTD(RWTDConfig(lam=lam, beta=beta, num_current=256, num_reference=512, solver="emd")), curve_reward,
+                    refs["one_step"], (250, 1e-3), out / f"lam_{lam}")
+        m, _ = measure(policy, "curve")
+        m["seconds_per_step"] = sec
         curve.append({"lam": lam, **m})
-        print(f"RWTD λ={lam:.2f}: reward {m['reward']:.3f}  MMD-to-reference {m['mmd_to_reference']:.4f}  MMD-to-T_β[p_ref] {m['mmd']:.4f}", flush=True)
+        print(f"RWTD λ={lam:.2f}: reward {m['reward']:.3f}  MMD-to-reference {m['mmd_to_reference']:.4f}  "
+              f"MMD-to-T_β[p_ref] {m['mmd']:.4f} (floor {m['mmd_floor']:.4f})", flush=True)
 
-    (out / "results.json").write_text(json.dumps({"methods": results, "lambda_curve": curve}, indent=2))
+    setup = {"beta": beta, "n_eval": N_EVAL, "method_reward": "toy_linear (1, 0)", "curve_reward": "toy_quadratic centre (1, 1) scale 0.5",
+             "references": "pretrained 128-wide" if args.pretrain else str(ASSETS), "seed": args.seed}
+    (out / "results.json").write_text(json.dumps({"setup": setup, "methods": results, "lambda_curve": curve}, indent=2))
     plot(out, curve, samples, evals)
     print(f"wrote {out}/results.json, {out}/lambda_curve.png, {out}/samples.png")
 
@@ -134,9 +152,9 @@ def plot(out: Path, curve, samples, evals) -> None:
         for c in curve:
             ax.annotate(f"λ={c['lam']:g}", (c["mmd_to_reference"], c["reward"]), textcoords="offset points", xytext=(4, -10), fontsize=8)
         ax.axhline(curve[0]["target_reward"], ls="--", c="gray", lw=0.8, label="E_T[r] (λ=0 target)")
+        ax.set_title("RWTD over λ (r = −½‖x − (1,1)‖²)", fontsize=9)
         ax.set_xlabel("MMD to reference samples")
         ax.set_ylabel("mean reward")
-        ax.set_title("RWTD: reward vs distance over λ")
         ax.legend(fontsize=8)
         fig.tight_layout()
         fig.savefig(out / "lambda_curve.png", dpi=120)

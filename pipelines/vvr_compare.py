@@ -35,36 +35,36 @@ ROOT = Path(__file__).resolve().parent.parent
 METHODS = ("rwtd", "festdpo", "rwr", "flow_grpo")
 
 
-class Counting(torch.nn.Module):
-    """Counts the samples a generator produces (rows of each ``forward`` / ``sample`` / SDE call)."""
-
-    def __init__(self, inner) -> None:
-        super().__init__()
-        self.inner = inner
-        self.count = 0
-
-    def __getattr__(self, name):
-        try:
-            return super().__getattr__(name)
-        except AttributeError:
-            return getattr(self._modules["inner"], name)
-
-
-def count_calls(gen, counter: dict[str, int], key: str) -> None:
-    """Wrap ``forward``, ``sample_sde`` (Flow-GRPO rollouts) on the instance to count generated samples."""
-    for name in ("forward", "sample_sde"):
-        fn = getattr(gen, name, None)
-        if fn is None:
+def count_rollout_samples(trainer, counter: dict[str, int]) -> None:
+    """Count the samples the policy and the reference generate inside ``algorithm.rollout`` (the training draws;
+    the gradient recomputation in ``loss`` and the evaluations are not counted). Rows of every no-grad ``forward``
+    (one-step and ODE sampling) or ``sample_sde`` call (Flow-GRPO trajectories)."""
+    active = {"on": False}
+    for key, gen in (("policy", trainer.policy), ("reference", trainer.reference)):
+        if gen is None:
             continue
+        for name in ("forward", "sample_sde"):
+            fn = getattr(gen, name, None)
+            if fn is None:
+                continue
 
-        def wrapped(*args, _fn=fn, **kwargs):
-            if torch.is_grad_enabled() is False or not kwargs.get("grad", False):
+            def wrapped(*args, _fn=fn, _key=key, **kwargs):
                 noise = args[0] if args else kwargs.get("noise")
-                if isinstance(noise, torch.Tensor) and not torch.is_grad_enabled():
-                    counter[key] += int(noise.shape[0])
-            return _fn(*args, **kwargs)
+                if active["on"] and isinstance(noise, torch.Tensor):
+                    counter[_key] += int(noise.shape[0])
+                return _fn(*args, **kwargs)
 
-        setattr(gen, name, wrapped)
+            setattr(gen, name, wrapped)
+    rollout = trainer.algorithm.rollout
+
+    def counted_rollout(*args, **kwargs):
+        active["on"] = True
+        try:
+            return rollout(*args, **kwargs)
+        finally:
+            active["on"] = False
+
+    trainer.algorithm.rollout = counted_rollout
 
 
 class CountingReward:
@@ -128,9 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         x_ref = outputs(reference, eval_prompts)
         before = scores(x_ref, eval_prompts, eval_meta)
         counter = {"policy": 0, "reference": 0}
-        count_calls(trainer.policy, counter, "policy")
-        if trainer.reference is not None:
-            count_calls(trainer.reference, counter, "reference")
+        count_rollout_samples(trainer, counter)
         trainer.reward = trainer.ctx.reward = CountingReward(trainer.reward)
         print(f"== {method}: {args.steps} steps x {args.prompts} prompts")
         start = time.perf_counter()

@@ -197,3 +197,15 @@ def test_prompt_sources(tmp_path):
     bad.write_text('{"text": "x"}\n')
     with pytest.raises(ValueError, match="bad.jsonl:1.*'prompt'"):
         build_prompt_source({"name": "file", "path": str(bad)})
+
+
+def test_public_api_is_re_exported_lazily():
+    import subprocess
+    import sys
+
+    code = "import sys, visalign; assert 'torch' not in sys.modules; print(sorted(visalign.__all__) == sorted(set(visalign.__all__)))"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "True"
+    import visalign
+
+    for name in visalign.__all__:
+        assert getattr(visalign, name) is not None, name

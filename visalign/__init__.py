@@ -7,26 +7,25 @@ from typing import Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "Generator": "visalign.core",
-    "Reward": "visalign.core",
-    "Algorithm": "visalign.core",
-    "TrainContext": "visalign.core",
-    "PromptBatch": "visalign.core",
-    "Rollout": "visalign.core",
-    "FunctionReward": "visalign.core",
-    "WeightedReward": "visalign.core",
-    "ConfigError": "visalign.core",
-    "register_reward": "visalign.core",
-    "register_algorithm": "visalign.core",
-    "register_generator": "visalign.core",
-    "get_reward": "visalign.core",
-    "build_reward": "visalign.core",
-    "build_generator": "visalign.core",
-    "build_algorithm": "visalign.core",
-    "load_generator": "visalign.core",
-    "FlowMatchingGenerator": "visalign.generators",
-    "ToyOneStepGenerator": "visalign.generators",
-    "ToyFlowGenerator": "visalign.generators",
+    **{name: "visalign.core" for name in (
+        "Generator", "Reward", "Algorithm", "TrainContext", "PromptBatch", "Rollout", "PromptSource", "PromptList",
+        "Unconditional", "FunctionReward", "WeightedReward", "ConfigError", "register_reward", "register_algorithm",
+        "register_generator", "register_prompt_source", "get_reward", "build_reward", "build_generator",
+        "build_algorithm", "build_prompt_source", "load_generator",
+    )},
+    **{name: "visalign.generators" for name in (
+        "FlowMatchingGenerator", "ToyOneStepGenerator", "ToyFlowGenerator", "TinyOneStepGenerator", "TinyFlowGenerator",
+        "DiffusersPipelineGenerator",
+    )},
+    **{name: "visalign.algorithms" for name in (
+        "RWTD", "RWTDConfig", "FestDPO", "FestDPOConfig", "RWR", "RWRConfig", "RewardBackprop", "RewardBackpropConfig",
+        "FlowGRPO", "FlowGRPOConfig",
+    )},
+    **{name: "visalign.trainer" for name in ("Trainer", "TrainerConfig")},
+    **{name: "visalign.run" for name in ("RunConfig", "load_run_config", "build_trainer")},
+    **{name: "visalign.vvr" for name in ("VVRPromptSource", "VVRFilePromptSource", "generate_task", "render_task", "verify", "load_split")},
+    "VVRReward": "visalign.rewards.vvr",
+    **{name: "visalign.text" for name in ("CausalLMPolicy", "TextGRPO", "TextDistill", "TextMultiReward", "TextMultiTurn")},
 }
 
 

@@ -118,9 +118,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from .core.config import ConfigError
 
+    input_errors: tuple[type[Exception], ...] = (ConfigError, FileNotFoundError)
+    if args.command == "bench" and args.bench_name == "vvr":
+        from .vvr.bench import BenchInputError
+
+        input_errors += (BenchInputError,)
     try:
         return args.func(args)
-    except (ConfigError, FileNotFoundError) as exc:
+    except input_errors as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

@@ -12,6 +12,7 @@ METHODS = [
     ("rwtd", "one_step", {"lam": 0.5, "num_current": 16, "num_reference": 16, "solver": "sinkhorn"}),
     ("rwtd", "one_step", {"lam": 0.0, "num_current": 16, "num_reference": 16, "solver": "emd", "target_ess": 0.5}),
     ("festdpo", "flow", {"num_samples": 16, "num_pairs": 8, "labels": "sampled"}),
+    ("festdpo", "one_step", {"num_samples": 16, "num_pairs": 8, "bandwidth_anneal": 3.0, "bandwidth_anneal_steps": 4}),
     ("rwr", "flow", {"num_samples": 8}),
     ("rwr", "one_step", {"num_samples": 8}),
     ("reward_backprop", "one_step", {"anchor_weight": 0.1}),

@@ -8,7 +8,7 @@ from typing import Any
 _EXPORTS = {
     "Task": "task", "Obj": "task", "Scene": "task", "Constraint": "task", "Contact": "task", "TASK_VERSION": "task",
     "CONSTRAINT_TYPES": "constraints", "CONSTRAINT_NAMES": "constraints", "check": "constraints",
-    "LEVELS": "sampler", "Level": "sampler", "generate_task": "sampler",
+    "LEVELS": "sampler", "Level": "sampler", "LOW_RES_TYPES": "sampler", "generate_task": "sampler",
     "write_prompt": "prompts",
     "render_task": "render", "render_scene": "render", "layout": "render", "to_tensor": "render", "write_renders": "render",
     "parse_image": "parse", "ParsedImage": "parse", "ParsedObject": "parse",

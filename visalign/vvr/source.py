@@ -6,7 +6,7 @@ from typing import Sequence
 
 import torch
 
-from ..core.prompts import PromptSource
+from ..core.prompts import PromptSource, register_prompt_source
 from ..core.types import PromptBatch
 from .benchmark import EVAL_SEED_BASE, TRAIN_SEED_LIMIT, load_split, read_tasks
 from .constraints import CONSTRAINT_NAMES
@@ -19,14 +19,20 @@ def task_batch(tasks: Sequence[Task]) -> PromptBatch:
     return PromptBatch([t.prompt for t in tasks], [{"task": t.to_dict(), "task_id": t.id} for t in tasks])
 
 
+@register_prompt_source("vvr")
 class VVRPromptSource(PromptSource):
     """Freshly generated VVR tasks at complexity ``level`` (0 = 1-3 objects, one constraint; fits 32-64 px).
+    ``types="low_res"`` keeps the 28 types that stay verifiable at 32 px.
 
     Training seeds come from the torch generator (below 1e9, disjoint from the benchmark splits); ``eval_batch``
     uses a separate held-out seed stream.
     """
 
-    def __init__(self, level: int = 0, types: Sequence[str] | None = None) -> None:
+    def __init__(self, level: int = 0, types: Sequence[str] | str | None = None) -> None:
+        if types == "low_res":
+            from .sampler import LOW_RES_TYPES
+
+            types = LOW_RES_TYPES
         if level not in LEVELS:
             raise ValueError(f"VVR level must be one of {sorted(LEVELS)}, got {level}")
         bad = [t for t in types or [] if t not in CONSTRAINT_NAMES]
@@ -47,6 +53,7 @@ class VVRPromptSource(PromptSource):
         return task_batch([self._task(EVAL_SEED_BASE + i, "vvr-eval") for i in range(n)])
 
 
+@register_prompt_source("vvr_file")
 class VVRFilePromptSource(PromptSource):
     """Tasks from a benchmark split (``"bench"`` / ``"challenge"``) or a JSONL file; draws uniformly, evaluates in order."""
 
