@@ -35,8 +35,13 @@ def test_training_raises_the_reward(tmp_path):
     summary = trainer.train()
     before = train_records(tmp_path)[0]["reward/mean"]
     assert summary["eval/reward_mean"] > before + 0.5
-    for name in ("reward_curve.png", "summary.json", "samples/before.png", "samples/after.png"):
+    for name in ("reward_curve.png", "summary.json", "samples/before.png", "samples/after.png", "final/model.safetensors"):
         assert (tmp_path / name).is_file(), name
+    from visalign.core import load_generator
+
+    final = load_generator(tmp_path / "final")
+    with trainer._ema_weights():
+        assert all(torch.equal(a, b) for a, b in zip(final.parameters(), trainer.policy.parameters()))
 
 
 def test_resume_matches_uninterrupted_run(tmp_path):

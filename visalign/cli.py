@@ -15,9 +15,12 @@ def _cmd_train(args: argparse.Namespace) -> int:
     from .run import build_trainer, load_run_config
 
     config = load_run_config(args.config, args.overrides)
-    summary = build_trainer(config).train()
-    print(json.dumps(summary, indent=2))
-    print(f"run folder: {config.trainer.output_dir}")
+    trainer = build_trainer(config)
+    summary = trainer.train()
+    if trainer.accelerator.is_main_process:
+        print(json.dumps(summary, indent=2))
+        print(f"run folder: {config.trainer.output_dir}")
+    trainer.close()
     return 0
 
 

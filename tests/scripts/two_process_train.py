@@ -36,8 +36,7 @@ def main(out_path: str) -> None:
         }
         with open(out_path, "w") as f:
             json.dump(result, f)
-    acc.wait_for_everyone()
-    acc.end_training()
+    trainer.close()
 
 
 if __name__ == "__main__":

@@ -107,7 +107,8 @@ class Trainer:
 
     # ------------------------------------------------------------------ loop
     def train(self) -> dict[str, float]:
-        """Run until ``config.steps``; returns the final metrics summary (also written to ``summary.json``)."""
+        """Run until ``config.steps``; returns the final metrics summary (also written to ``summary.json``) and saves
+        the policy (EMA weights if enabled) to ``output_dir/final`` for ``visalign sample`` / ``load_generator``."""
         cfg, acc = self.config, self.accelerator
         if acc.is_main_process:
             self.output_dir.mkdir(parents=True, exist_ok=True)
@@ -129,12 +130,24 @@ class Trainer:
                 self.save_checkpoint()
         summary = self._evaluate(tag="after")
         if acc.is_main_process:
+            if hasattr(self.policy, "save_pretrained"):
+                with self._ema_weights():
+                    self.policy.save_pretrained(self.output_dir / "final")
             plot_reward_curve(self.history, self.output_dir / "reward_curve.png")
             (self.output_dir / "summary.json").write_text(json.dumps(summary, indent=2))
         acc.wait_for_everyone()
-        if cfg.log_with:
-            acc.end_training()
         return summary
+
+    def close(self) -> None:
+        """End trackers and the process group (call once at the end of a script, as ``visalign train`` does)."""
+        import time
+
+        acc = self.accelerator
+        acc.wait_for_everyone()
+        is_main, distributed = acc.is_main_process, acc.num_processes > 1
+        acc.end_training()
+        if distributed and is_main:
+            time.sleep(1.0)  # rank 0 hosts the TCPStore; exiting first can abort the other ranks' teardown
 
     def train_step(self) -> dict[str, float]:
         """One optimizer step (with grad accumulation and ``algorithm.updates_per_rollout`` updates)."""
