@@ -51,3 +51,15 @@ def test_sample_command_writes_grids_and_scatter_plots(tmp_path):
     scatter = tmp_path / "points.png"
     assert main(["sample", "--checkpoint", str(tmp_path / "toy"), "--n", "64", "--out", str(scatter)]) == 0
     assert scatter.is_file()
+
+
+def test_bench_vvr_scores_a_generator_and_rejects_bad_input(tmp_path, capsys):
+    TinyOneStepGenerator().save_pretrained(tmp_path / "tiny")
+    out = tmp_path / "report"
+    assert main(["bench", "vvr", "--split", "challenge", "--generator", str(tmp_path / "tiny"), "--limit", "4", "--out", str(out)]) == 0
+    report = json.loads((out / "report.json").read_text())
+    assert report["tasks"] == 4 and 0.0 <= report["accuracy"] <= 1.0 and report["per_type"]
+    assert (out / "report.md").is_file()
+    (tmp_path / "imgs").mkdir()
+    assert main(["bench", "vvr", "--images", str(tmp_path / "imgs"), "--limit", "2", "--out", str(tmp_path / "r2")]) == 2
+    assert "have no image" in capsys.readouterr().err

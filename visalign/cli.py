@@ -66,10 +66,12 @@ def _add_bench_commands(bench: argparse.ArgumentParser) -> None:
     overhead.add_argument("--batch-size", type=int, default=64)
     overhead.add_argument("--steps", type=int, default=20)
     overhead.add_argument("--algorithm", default="rwr", help="objective used in the full loop")
+    overhead.add_argument("--threads", type=int, default=None, help="torch threads (1 gives stable ratios on a busy machine)")
     overhead.set_defaults(bench_func=lambda a: _bench_module("overhead").run(a))
     transport = sub.add_parser("transport", help="OT (RWTD) and KDE (FestDPO) time as a fraction of a training step")
     transport.add_argument("--batches", nargs="*", type=int, default=[64, 256])
     transport.add_argument("--repeats", type=int, default=5)
+    transport.add_argument("--threads", type=int, default=None, help="torch threads (1 gives stable ratios on a busy machine)")
     transport.set_defaults(bench_func=lambda a: _bench_module("transport_overhead").run(a))
     try:
         from .vvr.bench import add_bench_arguments, run_bench

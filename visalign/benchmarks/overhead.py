@@ -56,6 +56,8 @@ def _group_config(algorithm: str, group: int) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "threads", None):
+        torch.set_num_threads(args.threads)
     r = measure(args.batch_size, args.steps, getattr(args, "algorithm", "rwr"))
     print(f"tiny_one_step, {r['batch_size']} samples per step, algorithm {getattr(args, 'algorithm', 'rwr')}")
     print(f"  bare generator fwd+bwd+AdamW : {r['bare_fwd_bwd_ms']:8.1f} ms")
@@ -69,4 +71,5 @@ if __name__ == "__main__":
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--algorithm", default="rwr")
+    parser.add_argument("--threads", type=int, default=None)
     raise SystemExit(run(parser.parse_args()))

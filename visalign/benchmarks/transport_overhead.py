@@ -31,9 +31,12 @@ def timed(fn, repeats: int) -> float:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batches", nargs="*", type=int, default=[64, 256])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=None)
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "threads", None):
+        torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     gen = TinyOneStepGenerator()
     opt = torch.optim.AdamW(gen.parameters(), lr=1e-4)
