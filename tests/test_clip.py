@@ -58,3 +58,26 @@ def test_missing_checkpoint_is_named(tmp_path, tiny_clip_files):
         load_open_clip(model_config=config, checkpoint=tmp_path / "nothing.safetensors")
     with pytest.raises(ValueError, match="downloads are disabled"):
         load_open_clip("ViT-B-32")
+
+
+def test_open_clip_feature_space_drives_rwtd(tiny_clip_files, tmp_path):
+    from visalign.core import PromptList, get_reward
+    from visalign.features import build_features
+    from visalign.generators import TinyOneStepGenerator
+    from visalign.algorithms import RWTD, RWTDConfig
+    from visalign.trainer import Trainer, TrainerConfig
+
+    config, weights, _ = tiny_clip_files
+    spec = {"name": "open_clip", "model_config": str(config), "checkpoint": str(weights)}
+    phi = build_features(spec)
+    images = torch.rand(4, 3, 32, 32, requires_grad=True)
+    feats = phi(images * 2 - 1)
+    assert feats.shape == (4, TINY["embed_dim"])
+    assert torch.allclose(feats.norm(dim=-1), torch.ones(4), atol=1e-5)
+    feats.sum().backward()
+    assert images.grad.abs().sum() > 0 and not any(p.requires_grad for p in phi.parameters())
+    algo = RWTD(RWTDConfig(num_current=4, num_reference=4, features=spec))
+    cfg = TrainerConfig(steps=1, batch_size=2, output_dir=str(tmp_path), log_with=[], progress=False)
+    trainer = Trainer(TinyOneStepGenerator(), algo, get_reward("color_match"), PromptList(["a red circle"]), cfg)
+    metrics = trainer.train_step()
+    assert metrics["samples_seen"] == 8 and metrics["loss"] > 0

@@ -90,32 +90,19 @@ class OpenCLIPFeatures(FeatureSpace):
     """open_clip image tower from a local checkpoint (lazy import, no downloads); inputs in [-1, 1] are
     resized to the model's resolution and normalised with CLIP statistics; output is L2-normalised."""
 
-    MEAN = (0.48145466, 0.4578275, 0.40821073)
-    STD = (0.26862954, 0.26130258, 0.27577711)
-
-    def __init__(self, model: str = "ViT-B-32", checkpoint: str | None = None, normalize: bool = True, **model_kwargs: Any) -> None:
+    def __init__(self, model: str = "ViT-B-32", checkpoint: str | None = None, model_config: str | None = None,
+                 normalize: bool = True, **model_kwargs: Any) -> None:
         super().__init__()
-        try:
-            import open_clip
-        except Exception as exc:  # pragma: no cover - depends on the environment
-            raise ImportError(
-                "feature space 'open_clip' needs a working open_clip_torch (pip install 'visalign[clip]'); "
-                f"import failed: {exc}"
-            ) from exc
-        if checkpoint is None:
-            raise ValueError("feature space 'open_clip' needs checkpoint=<local .pt/.safetensors> (downloads are disabled)")
-        clip = open_clip.create_model(model, pretrained=checkpoint, **model_kwargs)
+        from ..rewards.clip import load_open_clip
+
+        clip, _ = load_open_clip(model, checkpoint, model_config, **model_kwargs)
         self.visual = clip.visual
-        size = self.visual.image_size
-        self.image_size = size[0] if isinstance(size, (tuple, list)) else int(size)
         self.normalize = normalize
-        self.register_buffer("mean", torch.tensor(self.MEAN).view(1, 3, 1, 1), persistent=False)
-        self.register_buffer("std", torch.tensor(self.STD).view(1, 3, 1, 1), persistent=False)
 
     def forward(self, samples: Samples) -> torch.Tensor:
-        x = (_tensor(samples).clamp(-1, 1) + 1) / 2
-        x = F.interpolate(x, size=self.image_size, mode="bilinear", align_corners=False)
-        z = self.visual((x - self.mean) / self.std)
+        from ..rewards.clip import clip_pixels
+
+        z = self.visual(clip_pixels(_tensor(samples), self.visual.image_size))
         return F.normalize(z, dim=-1) if self.normalize else z
 
 
