@@ -20,3 +20,19 @@ def test_readme_installs_pinned_torch_before_the_package():
             first, rest = cmd.split("pip install", 2)[1:]
             assert first.strip().startswith("torch==2.13.0")
             assert "torch==2.13.0" in rest
+
+
+def test_readme_vvr_snippet_runs():
+    block = re.search(r"```python\n(from visalign.vvr import .+?)```", (ROOT / "README.md").read_text(), re.S).group(1)
+    namespace: dict = {}
+    exec(compile(block, "README.md", "exec"), namespace)
+    assert namespace["verify"](namespace["image"], namespace["task"]).all_satisfied
+
+
+def test_vvr_exports_are_functions_not_modules():
+    import types
+
+    import visalign.vvr as vvr
+
+    for name in vvr.__all__:
+        assert not isinstance(getattr(vvr, name), types.ModuleType), name

@@ -6,11 +6,11 @@ import pytest
 
 from visalign.vvr.constraints import CONSTRAINT_NAMES, CONSTRAINT_TYPES, broken_clearly, check, holds_clearly
 from visalign.vvr.geometry import WitnessView
-from visalign.vvr.mutate import mutate
+from visalign.vvr.mutations import mutate
 from visalign.vvr.render import layout, render_scene
 from visalign.vvr.sampler import generate_task
 from visalign.vvr.task import Scene
-from visalign.vvr.verify import verify
+from visalign.vvr.verifier import verify
 
 
 def test_there_are_32_types_with_docs():

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 from visalign.vvr.accuracy import jpeg
-from visalign.vvr.mutate import mutate
+from visalign.vvr.mutations import mutate
 from visalign.vvr.parse import parse_image
 from visalign.vvr.render import layout, render_scene, render_task
 from visalign.vvr.sampler import LOW_RES_TYPES, generate_task
-from visalign.vvr.verify import verify
+from visalign.vvr.verifier import verify
 from visalign.vvr.vocab import BACKGROUNDS, PALETTE
 
 

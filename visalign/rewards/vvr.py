@@ -44,7 +44,7 @@ class VVRReward(Reward):
         return task
 
     def __call__(self, samples: Samples, prompts: Sequence[str], metadata: Metadata) -> torch.Tensor:
-        from ..vvr.verify import verify
+        from ..vvr.verifier import verify
 
         if not isinstance(samples, torch.Tensor) or samples.dim() != 4 or samples.shape[1] != 3:
             shape = tuple(samples.shape) if isinstance(samples, torch.Tensor) else type(samples).__name__

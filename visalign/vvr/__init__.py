@@ -12,11 +12,11 @@ _EXPORTS = {
     "write_prompt": "prompts",
     "render_task": "render", "render_scene": "render", "layout": "render", "to_tensor": "render", "write_renders": "render",
     "parse_image": "parse", "ParsedImage": "parse", "ParsedObject": "parse",
-    "verify": "verify", "VerifyResult": "verify",
+    "verify": "verifier", "VerifyResult": "verifier",
     "SPLITS": "benchmark", "load_split": "benchmark", "generate_split": "benchmark", "read_tasks": "benchmark",
     "write_split": "benchmark",
     "VVRPromptSource": "source", "VVRFilePromptSource": "source", "task_batch": "source",
-    "mutate": "mutate",
+    "mutate": "mutations",
     "add_bench_arguments": "bench", "run_bench": "bench", "BenchInputError": "bench",
 }
 

@@ -25,10 +25,10 @@ def jpeg(img: np.ndarray, quality: int = 75) -> np.ndarray:
 
 def measure_task(task_dict: dict[str, Any], seed: int = 0) -> dict[str, Any]:
     """Outcome of every condition for one task (``True`` = verifier right)."""
-    from .mutate import mutate
+    from .mutations import mutate
     from .render import layout, render_scene
     from .task import Task
-    from .verify import verify
+    from .verifier import verify
 
     task = Task.from_dict(task_dict)
     scene = layout(task, seed)

@@ -144,7 +144,7 @@ def run_bench(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from .report import failure_grid, summarize, task_row, write_report
-    from .verify import verify
+    from .verifier import verify
 
     out = Path(args.out)
     tasks = load_tasks(args)

@@ -13,7 +13,7 @@ from PIL import Image, ImageDraw
 from .constraints import CONSTRAINT_NAMES
 from .prompts import sentence
 from .task import TASK_VERSION, Task
-from .verify import VerifyResult
+from .verifier import VerifyResult
 
 
 def task_row(task: Task, res: VerifyResult) -> dict[str, Any]:

@@ -18,7 +18,7 @@ def _images(n: int, size: int) -> tuple[list[np.ndarray], list[Any]]:
 
 
 def verifier_rate(images: list[np.ndarray], tasks: list[Any]) -> float:
-    from .verify import verify
+    from .verifier import verify
 
     verify(images[0], tasks[0])  # warm-up
     t0 = time.perf_counter()
