@@ -98,3 +98,10 @@ def test_lr_schedules_warm_up_then_decay_to_the_floor(schedule):
     assert factors[0] == pytest.approx(0.1) and factors[9] == pytest.approx(1.0)
     assert all(a >= b for a, b in zip(factors[10:], factors[11:]))
     assert factors[100] == pytest.approx(0.1)
+
+
+def test_bf16_mixed_precision_step_runs_and_keeps_fp32_master_weights(tmp_path):
+    trainer = make_trainer(tmp_path, steps=2, mixed_precision="bf16")
+    metrics = trainer.train_step()
+    assert torch.isfinite(torch.tensor(metrics["loss"]))
+    assert all(p.dtype == torch.float32 for p in trainer.params)

@@ -67,12 +67,15 @@ class Trainer:
         self.config = config or TrainerConfig()
         cfg = self.config
         self.output_dir = Path(cfg.output_dir)
-        self.accelerator = accelerator or Accelerator(
-            cpu=cfg.cpu,
-            mixed_precision=cfg.mixed_precision,
-            log_with=cfg.log_with or None,
-            project_config=ProjectConfiguration(project_dir=str(self.output_dir), logging_dir=str(self.output_dir / "logs")),
-        )
+        if accelerator is None:
+            _allow_new_precision(cfg.mixed_precision)
+            accelerator = Accelerator(
+                cpu=cfg.cpu,
+                mixed_precision=cfg.mixed_precision,
+                log_with=cfg.log_with or None,
+                project_config=ProjectConfiguration(project_dir=str(self.output_dir), logging_dir=str(self.output_dir / "logs")),
+            )
+        self.accelerator = accelerator
         torch.manual_seed(cfg.seed + self.accelerator.process_index)
         self.policy = policy.to(self.accelerator.device)
         self.algorithm = algorithm
@@ -325,6 +328,15 @@ class Trainer:
         steps = sorted(p for p in folder.glob("step_*") if p.is_dir())
         for old in steps[: -self.config.keep_checkpoints]:
             shutil.rmtree(old, ignore_errors=True)
+
+
+def _allow_new_precision(mixed_precision: str) -> None:
+    """accelerate keeps one process-wide state; in a single process, let a later Trainer pick another precision."""
+    from accelerate.state import AcceleratorState, PartialState
+
+    state = AcceleratorState._shared_state
+    if state and state.get("_mixed_precision") != mixed_precision and PartialState().num_processes == 1:
+        AcceleratorState._reset_state()
 
 
 def _frozen_deepcopy(module: nn.Module) -> nn.Module:
