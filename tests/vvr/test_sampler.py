@@ -64,3 +64,14 @@ def test_bad_level_and_type():
         generate_task(1, 9)
     with pytest.raises(KeyError, match="nope"):
         generate_task(1, 1, "nope")
+
+
+def test_prompt_source_skips_seeds_whose_layout_cannot_be_sampled():
+    from visalign.vvr.sampler import generate_task
+    from visalign.vvr.source import VVRPromptSource
+
+    with pytest.raises(RuntimeError):
+        generate_task(597254723, 0, "nearest")
+    source = VVRPromptSource(level=0, types=["nearest"])
+    task = source._task(597254723, "vvr-train")
+    assert task.constraints[0].type == "nearest" and task.id != "vvr-train-L0-597254723"

@@ -42,8 +42,14 @@ class VVRPromptSource(PromptSource):
         self.types = list(types) if types else list(CONSTRAINT_NAMES)
 
     def _task(self, seed: int, prefix: str) -> Task:
-        primary = self.types[seed % len(self.types)]
-        return generate_task(seed, self.level, primary, f"{prefix}-L{self.level}-{seed}")
+        """The task for ``seed``; a seed whose layout cannot be sampled moves deterministically to the next one."""
+        for attempt in range(100):
+            s = seed + attempt * 1_000_003
+            try:
+                return generate_task(s, self.level, self.types[s % len(self.types)], f"{prefix}-L{self.level}-{s}")
+            except RuntimeError:
+                continue
+        raise RuntimeError(f"no VVR task could be sampled near seed {seed} at level {self.level}")
 
     def sample(self, n: int, generator: torch.Generator) -> PromptBatch:
         seeds = torch.randint(0, TRAIN_SEED_LIMIT, (n,), generator=generator).tolist()
