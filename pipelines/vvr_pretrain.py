@@ -100,21 +100,19 @@ def eval_renders(n: int) -> dict[str, float]:
     return {"all_satisfied": round(strict.mean().item(), 4), "soft_reward": round(soft.mean().item(), 4), "n": n}
 
 
-def train_flow(flow: TinyFlowGenerator, prompts: list[str], images: torch.Tensor, minutes: float, max_steps: int,
-               batch: int, lr: float, seed: int) -> int:
-    opt = torch.optim.AdamW(flow.parameters(), lr=lr, weight_decay=0.0)
+def budgeted_training(model: torch.nn.Module, loss_fn, minutes: float, max_steps: int, lr: float, seed: int, desc: str) -> int:
+    """AdamW on ``loss_fn(generator)`` until ``max_steps`` or the time budget, cosine lr over whichever ends first."""
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
     g = torch.Generator().manual_seed(seed)
     budget, start, step = minutes * 60, time.perf_counter(), 0
-    bar = tqdm(total=max_steps, desc="flow matching")
+    bar = tqdm(total=max_steps, desc=desc)
     ema = None
     while step < max_steps and time.perf_counter() - start < budget:
-        frac = max(step / max_steps, (time.perf_counter() - start) / budget)
-        cosine_lr(opt, lr, frac)
-        idx = torch.randint(len(prompts), (batch,), generator=g)
-        loss = flow.flow_matching_loss(images[idx], flow.encode([prompts[i] for i in idx]), generator=g)
+        cosine_lr(opt, lr, max(step / max_steps, (time.perf_counter() - start) / budget))
+        loss = loss_fn(g)
         opt.zero_grad(set_to_none=True)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(flow.parameters(), 1.0)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         step += 1
         ema = loss.item() if ema is None else 0.98 * ema + 0.02 * loss.item()
@@ -122,35 +120,32 @@ def train_flow(flow: TinyFlowGenerator, prompts: list[str], images: torch.Tensor
         bar.set_postfix(loss=f"{ema:.4f}", lr=f"{opt.param_groups[0]['lr']:.1e}")
     bar.close()
     return step
+
+
+def train_flow(flow: TinyFlowGenerator, prompts: list[str], images: torch.Tensor, minutes: float, max_steps: int,
+               batch: int, lr: float, seed: int) -> int:
+    """Conditional flow matching on (prompt, render) pairs."""
+
+    def loss_fn(g: torch.Generator) -> torch.Tensor:
+        idx = torch.randint(len(prompts), (batch,), generator=g)
+        return flow.flow_matching_loss(images[idx], flow.encode([prompts[i] for i in idx]), generator=g)
+
+    return budgeted_training(flow, loss_fn, minutes, max_steps, lr, seed, "flow matching")
 
 
 def distill(student: TinyOneStepGenerator, teacher: TinyFlowGenerator, prompts: list[str], minutes: float, max_steps: int,
             batch: int, lr: float, teacher_steps: int, seed: int) -> int:
     """Regress G(z, p) onto the teacher's ODE endpoint for fresh z and training prompts p (stop-gradient)."""
-    opt = torch.optim.AdamW(student.parameters(), lr=lr, weight_decay=0.0)
-    g = torch.Generator().manual_seed(seed)
-    budget, start, step = minutes * 60, time.perf_counter(), 0
-    bar = tqdm(total=max_steps, desc="one-step distillation")
-    ema = None
-    while step < max_steps and time.perf_counter() - start < budget:
-        frac = max(step / max_steps, (time.perf_counter() - start) / budget)
-        cosine_lr(opt, lr, frac)
+
+    def loss_fn(g: torch.Generator) -> torch.Tensor:
         idx = torch.randint(len(prompts), (batch,), generator=g)
         ps = [prompts[i] for i in idx]
         z = torch.randn(batch, 3, 32, 32, generator=g)
         with torch.no_grad():
             target = teacher.generate(z, teacher.encode(ps), teacher_steps).clamp(-0.995, 0.995)
-        loss = ((student.generate(z, student.encode(ps)) - target) ** 2).mean()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(student.parameters(), 1.0)
-        opt.step()
-        step += 1
-        ema = loss.item() if ema is None else 0.98 * ema + 0.02 * loss.item()
-        bar.update(1)
-        bar.set_postfix(loss=f"{ema:.4f}", lr=f"{opt.param_groups[0]['lr']:.1e}")
-    bar.close()
-    return step
+        return ((student.generate(z, student.encode(ps)) - target) ** 2).mean()
+
+    return budgeted_training(student, loss_fn, minutes, max_steps, lr, seed, "one-step distillation")
 
 
 def save_grid(fn, path: Path, n: int = 16) -> None:
