@@ -9,6 +9,22 @@ from ..core.generator import Generator
 from ..algorithms.transport import transport_targets
 
 
+def _fit(generator: Generator, loss_fn: Callable[[torch.Generator], torch.Tensor], steps: int, lr: float, seed: int) -> list[float]:
+    """Adam with cosine decay on ``loss_fn(rng)``; returns the loss curve."""
+    g = torch.Generator().manual_seed(seed)
+    opt = torch.optim.Adam(generator.parameters(), lr=lr)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
+    losses = []
+    for _ in range(steps):
+        loss = loss_fn(g)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        sched.step()
+        losses.append(loss.item())
+    return losses
+
+
 def pretrain_one_step(
     generator: Generator,
     data: Callable[[int, torch.Generator], torch.Tensor],
@@ -19,23 +35,14 @@ def pretrain_one_step(
 ) -> list[float]:
     """Transport regression: each step, exact OT between G(z) and a data batch; regress G(z) onto its partner
     (the unweighted special case of RWTD's fixed point). Returns the loss curve."""
-    g = torch.Generator().manual_seed(seed)
-    opt = torch.optim.Adam(generator.parameters(), lr=lr)
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
     uniform = torch.full((batch_size,), 1.0 / batch_size, dtype=torch.float64)
-    losses = []
-    for _ in range(steps):
-        z = generator.make_noise(batch_size, g)
-        x = generator(z)
-        y = data(batch_size, g).to(x)
-        target = transport_targets(x.detach(), y, uniform, solver="emd").targets
-        loss = (x - target).pow(2).sum(1).mean()
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        sched.step()
-        losses.append(loss.item())
-    return losses
+
+    def loss_fn(g: torch.Generator) -> torch.Tensor:
+        x = generator(generator.make_noise(batch_size, g))
+        target = transport_targets(x.detach(), data(batch_size, g).to(x), uniform, solver="emd").targets
+        return (x - target).pow(2).sum(1).mean()
+
+    return _fit(generator, loss_fn, steps, lr, seed)
 
 
 def pretrain_flow(
@@ -47,15 +54,4 @@ def pretrain_flow(
     seed: int = 0,
 ) -> list[float]:
     """Conditional flow matching on data batches (``generator.flow_matching_loss``). Returns the loss curve."""
-    g = torch.Generator().manual_seed(seed)
-    opt = torch.optim.Adam(generator.parameters(), lr=lr)
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
-    losses = []
-    for _ in range(steps):
-        loss = generator.flow_matching_loss(data(batch_size, g), generator=g)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        sched.step()
-        losses.append(loss.item())
-    return losses
+    return _fit(generator, lambda g: generator.flow_matching_loss(data(batch_size, g), generator=g), steps, lr, seed)
