@@ -36,3 +36,13 @@ def test_vvr_exports_are_functions_not_modules():
 
     for name in vvr.__all__:
         assert not isinstance(getattr(vvr, name), types.ModuleType), name
+
+
+def test_readme_python_example_trains_and_saves(tmp_path, monkeypatch):
+    block = re.search(r"```python\n(import torch\n.+?)```", (ROOT / "README.md").read_text(), re.S).group(1)
+    monkeypatch.chdir(tmp_path)
+    block = block.replace('"assets/', f'"{ROOT}/assets/').replace('@register_reward("redness")', '@register_reward("readme_redness")')
+    namespace: dict = {}
+    exec(compile(block, "README.md", "exec"), namespace)
+    assert (tmp_path / "runs/redness/final/model.safetensors").is_file()
+    assert (tmp_path / "runs/redness/reward_curve.png").is_file()
