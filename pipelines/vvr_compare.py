@@ -6,8 +6,9 @@ through the shared Trainer, with the same prompts, steps and seed. Budget: ``--p
 16 generator samples per prompt for every method (RWTD 8 current + 8 reference; FestDPO 8 reference pair candidates
 + 4 reference + 4 policy KDE centres; RWR 16; Flow-GRPO a group of 16 SDE trajectories of ``num_steps`` steps).
 
-Columns: VVR accuracy on held-out tasks before / after (all-satisfied rate and mean soft reward; same noise and
-prompts before and after), generator samples used in training (counted by wrapping the policy and reference), images
+Columns: VVR accuracy on held-out tasks before / after (all-satisfied rate and mean soft reward on ``--eval-n``
+tasks of the held-out stream x ``--eval-draws`` noise draws; same noise and prompts before and after, so the change
+comes with a paired standard error), generator samples used in training (counted by wrapping the policy and reference), images
 the reward scored, the distance of the aligned model's outputs to the reference's for the same noise + prompts (mean
 L2 in the frozen random conv feature space ``conv``, and pixel RMSE), and wall time per training step.
 
@@ -20,18 +21,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
 import torch
 
 from visalign.core import load_generator
-from visalign.core.prompts import _read_prompt_file
 from visalign.features import build_features
 from visalign.rewards.vvr import VVRReward
 from visalign.run import build_trainer, load_run_config
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from pipelines.vvr_pretrain import easy_tasks  # noqa: E402
+
 METHODS = ("rwtd", "festdpo", "rwr", "flow_grpo")
 
 
@@ -94,8 +98,15 @@ def outputs(gen, prompts: list[str], seed: int = 99) -> torch.Tensor:
     return torch.cat(out)
 
 
-def scores(x: torch.Tensor, prompts, meta) -> dict[str, float]:
-    return {"acc": VVRReward(strict=True)(x, prompts, meta).mean().item(), "soft": VVRReward()(x, prompts, meta).mean().item()}
+def scores(x: torch.Tensor, prompts, meta) -> dict[str, torch.Tensor]:
+    """Per-image all-satisfied bit and soft reward."""
+    return {"acc": VVRReward(strict=True)(x, prompts, meta).double(), "soft": VVRReward()(x, prompts, meta).double()}
+
+
+def paired_se(after: torch.Tensor, before: torch.Tensor) -> float:
+    """Standard error of the mean before→after change over the same tasks and noise (paired)."""
+    d = after - before
+    return float(d.std() / len(d) ** 0.5)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -103,7 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--methods", nargs="*", default=list(METHODS), choices=METHODS)
     p.add_argument("--steps", type=int, default=60, help="training steps per method (same for all)")
     p.add_argument("--prompts", type=int, default=4, help="prompts per step")
-    p.add_argument("--eval-n", type=int, default=128, help="held-out tasks for before/after")
+    p.add_argument("--eval-n", type=int, default=512, help="held-out tasks for before/after (the eval stream's first n)")
+    p.add_argument("--eval-draws", type=int, default=2, help="noise draws per held-out task")
     p.add_argument("--out", default="runs/vvr_compare")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("overrides", nargs="*", help="extra key=value overrides applied to every method's config")
@@ -111,8 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    eval_prompts, eval_meta = _read_prompt_file(str(ROOT / "assets" / "tiny_one_step_vvr" / "tasks_eval.jsonl"))
-    eval_prompts, eval_meta = eval_prompts[:args.eval_n], eval_meta[:args.eval_n]
+    held_out = easy_tasks(args.eval_n).repeat_interleave(args.eval_draws)
+    eval_prompts, eval_meta = held_out.prompts, held_out.metadata
     phi = build_features("conv").eval()
     rows = []
     for method in args.methods:
@@ -140,24 +152,27 @@ def main(argv: list[str] | None = None) -> int:
             feat_dist = (phi(x) - phi(x_ref)).norm(dim=1).mean().item()
         rmse = (x - x_ref).pow(2).mean().sqrt().item()
         row = {"method": method, "generator": cfg.generator["checkpoint"].rsplit("/", 1)[-1],
-               "acc_before": before["acc"], "acc_after": after["acc"], "soft_before": before["soft"], "soft_after": after["soft"],
+               "acc_before": before["acc"].mean().item(), "acc_after": after["acc"].mean().item(),
+               "acc_change_se": paired_se(after["acc"], before["acc"]),
+               "soft_before": before["soft"].mean().item(), "soft_after": after["soft"].mean().item(),
+               "soft_change_se": paired_se(after["soft"], before["soft"]),
                "samples_policy": counter["policy"], "samples_reference": counter["reference"],
                "samples_total": counter["policy"] + counter["reference"], "scored": trainer.reward.count,
                "feat_dist_to_ref": feat_dist, "pixel_rmse_to_ref": rmse, "sec_per_step": seconds / max(args.steps, 1)}
         rows.append(row)
         print(json.dumps(row))
     (out / "table.json").write_text(json.dumps(rows, indent=2) + "\n")
-    head = ("method", "generator", "acc before→after", "soft before→after", "gen samples (pol+ref)", "scored",
+    head = ("method", "generator", "acc before→after (±SE)", "soft before→after (±SE)", "gen samples (pol+ref)", "scored",
             "conv-feat dist to ref", "pixel RMSE to ref", "s/step")
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
-        lines.append(f"| {r['method']} | {r['generator']} | {r['acc_before']:.3f} → {r['acc_after']:.3f} | "
-                     f"{r['soft_before']:.3f} → {r['soft_after']:.3f} | {r['samples_total']} "
+        lines.append(f"| {r['method']} | {r['generator']} | {r['acc_before']:.3f} → {r['acc_after']:.3f} (±{r['acc_change_se']:.3f}) | "
+                     f"{r['soft_before']:.3f} → {r['soft_after']:.3f} (±{r['soft_change_se']:.3f}) | {r['samples_total']} "
                      f"({r['samples_policy']}+{r['samples_reference']}) | {r['scored']} | {r['feat_dist_to_ref']:.3f} | "
                      f"{r['pixel_rmse_to_ref']:.3f} | {r['sec_per_step']:.2f} |")
     table = "\n".join(lines)
     (out / "table.md").write_text(table + "\n")
-    print(f"\nheld-out easy VVR tasks: {len(eval_prompts)}; steps per method: {args.steps}; prompts per step: {args.prompts}\n")
+    print(f"\nheld-out easy VVR tasks: {args.eval_n} x {args.eval_draws} noise draws; steps per method: {args.steps}; prompts per step: {args.prompts}\n")
     print(table)
     return 0
 

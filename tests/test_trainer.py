@@ -61,6 +61,16 @@ def test_resume_matches_uninterrupted_run(tmp_path):
         assert torch.equal(a, b)
 
 
+def test_eval_draws_depend_on_eval_seed_not_on_training_seed(tmp_path):
+    """Runs that differ only in ``seed`` are compared on the same eval noise, so before/after differences are paired."""
+    evals = {}
+    for seed, eval_seed in ((0, 7), (1, 7), (0, 8)):
+        trainer = make_trainer(tmp_path / f"{seed}_{eval_seed}", steps=0, seed=seed, eval_seed=eval_seed)
+        evals[seed, eval_seed] = trainer.evaluate()["eval/reward_mean"]
+    assert evals[0, 7] == evals[1, 7]
+    assert evals[0, 7] != evals[0, 8]
+
+
 def test_missing_checkpoint_is_a_clear_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="latest"):
         make_trainer(tmp_path, steps=2, resume_from="latest")

@@ -75,3 +75,24 @@ def test_demo_runs_three_steps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     assert summary["step"] == 3 and 0.0 <= summary["eval/reward_mean"] <= 1.0
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert any("rwtd/ess" in r for r in records)
+
+
+def test_compare_pipeline_counts_one_budget_for_every_method(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``pipelines/vvr_compare.py`` runs every method for the same steps and prompts and counts what each drew."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("vvr_compare", ROOT / "pipelines" / "vvr_compare.py")
+    compare = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(compare)
+    rc = compare.main(["--steps", "1", "--prompts", "2", "--eval-n", "8", "--eval-draws", "2", "--out", str(tmp_path),
+                       "trainer.progress=false"])
+    assert rc == 0
+    rows = {r["method"]: r for r in json.loads((tmp_path / "table.json").read_text())}
+    assert set(rows) == {"rwtd", "festdpo", "rwr", "flow_grpo"}
+    for method in ("rwtd", "festdpo", "rwr"):
+        assert rows[method]["samples_total"] == 1 * 2 * 16, (method, rows[method])
+    assert rows["rwtd"]["samples_policy"] == rows["rwtd"]["samples_reference"] == 16
+    for r in rows.values():
+        assert 0 <= r["acc_before"] <= 1 and 0 <= r["acc_after"] <= 1 and r["acc_change_se"] >= 0
+        assert r["sec_per_step"] > 0
+    assert "| rwtd |" in (tmp_path / "table.md").read_text()

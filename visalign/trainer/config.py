@@ -9,7 +9,10 @@ from ..core.config import check
 
 @dataclass
 class TrainerConfig:
-    """How long and how to optimise; everything about *what* is optimised lives in the algorithm config."""
+    """How long and how to optimise; everything about *what* is optimised lives in the algorithm config.
+
+    ``eval_seed`` fixes the evaluation noise apart from ``seed``, so runs that differ in training seed or method
+    are scored on the same draws."""
 
     steps: int = 100
     batch_size: int = 16
@@ -31,6 +34,7 @@ class TrainerConfig:
     log_every: int = 1
     output_dir: str = "runs/default"
     seed: int = 0
+    eval_seed: int = 1234
     log_with: list[str] = field(default_factory=lambda: ["tensorboard"])
     cpu: bool = False
     resume_from: str | None = None

@@ -217,7 +217,7 @@ class Trainer:
     def _evaluate(self, tag: str | None = None, log: bool = True, batch: PromptBatch | None = None, save: bool = True) -> dict[str, float]:
         cfg, acc = self.config, self.accelerator
         batch = batch or self.prompts.eval_batch(cfg.eval_batch_size)
-        rng = step_generator(cfg.seed, 0, acc.process_index, stream=1)
+        rng = step_generator(cfg.eval_seed, 0, acc.process_index, stream=1)
         self.policy.eval()
         eval_ctx = TrainContext(self.policy, self.reference, self.eval_reward, acc.device, self.step, acc.autocast)
         with self._ema_weights(), torch.no_grad(), acc.autocast():
