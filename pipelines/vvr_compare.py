@@ -6,15 +6,20 @@ through the shared Trainer, with the same prompts, steps and seed. Budget: ``--p
 16 generator samples per prompt for every method (RWTD 8 current + 8 reference; FestDPO 8 reference pair candidates
 + 4 reference + 4 policy KDE centres; RWR 16; Flow-GRPO a group of 16 SDE trajectories of ``num_steps`` steps).
 
-Columns: VVR accuracy on held-out tasks before / after (all-satisfied rate and mean soft reward on ``--eval-n``
+Columns: VVR accuracy before / after (all-satisfied rate and mean soft reward on ``--eval-n``
 tasks of the held-out stream x ``--eval-draws`` noise draws; same noise and prompts before and after, so the change
 comes with a paired standard error), generator samples used in training (counted by wrapping the policy and reference), images
 the reward scored, the distance of the aligned model's outputs to the reference's for the same noise + prompts (mean
 L2 in the frozen random conv feature space ``conv``, and pixel RMSE), and wall time per training step.
 
+Two questions, two modes. Held-out (default): does alignment on the training tasks carry over to unseen tasks?
+``--fit-tasks N``: train and evaluate on N training tasks the checkpoint solves sometimes (10–60% of draws), which
+asks whether a method raises the reward it is trained on where a group's rewards differ at all.
+
 Reward backprop (ReFL / DRaFT) is left out: the VVR reward is a non-differentiable parser.
 
-    python pipelines/vvr_compare.py                        # ~10-15 min on 2 CPU cores
+    python pipelines/vvr_compare.py                        # held-out mode, ~10 min on 2 CPU cores
+    python pipelines/vvr_compare.py --fit-tasks 16 --eval-draws 32 --steps 300 --out runs/vvr_fit
     python pipelines/vvr_compare.py --steps 5 --eval-n 32  # smoke run
 """
 from __future__ import annotations
@@ -31,6 +36,8 @@ from visalign.core import load_generator
 from visalign.features import build_features
 from visalign.rewards.vvr import VVRReward
 from visalign.run import build_trainer, load_run_config
+from visalign.vvr.source import task_batch
+from visalign.vvr.task import Task
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -109,13 +116,36 @@ def paired_se(after: torch.Tensor, before: torch.Tensor) -> float:
     return float(d.std() / len(d) ** 0.5)
 
 
+def learnable_tasks(out: Path, n: int, pool: int = 384, draws: int = 16, band: tuple[float, float] = (0.1, 0.6)) -> Path:
+    """Write the ``n`` tasks, of the first ``pool`` training tasks, that the shipped one-step checkpoint solves most
+    often within ``band`` (over ``draws`` noise draws, seed apart from the evaluation's) to ``out/fit_tasks.jsonl``.
+
+    Most easy tasks are (almost) never solved by the tiny checkpoint, so their groups carry equal rewards and no
+    learning signal; on these the question is whether a method raises the reward it is trained on."""
+    lines = (ROOT / "assets" / "tiny_one_step_vvr" / "tasks_train.jsonl").read_text().splitlines()[:pool]
+    tasks = [json.loads(line) for line in lines]
+    prompts = [t["prompt"] for t in tasks for _ in range(draws)]
+    meta = [{"task": t["task"], "task_id": t["task_id"]} for t in tasks for _ in range(draws)]
+    reference = load_generator(ROOT / "assets" / "tiny_one_step_vvr").eval()
+    solved = scores(outputs(reference, prompts, seed=5), prompts, meta)["acc"].reshape(pool, draws).mean(1)
+    ranked = [i for i in solved.argsort(descending=True).tolist() if band[0] <= solved[i] <= band[1]][:n]
+    if len(ranked) < n:
+        raise ValueError(f"only {len(ranked)} of {pool} training tasks are solved at a rate in {band}; lower --fit-tasks")
+    path = out / "fit_tasks.jsonl"
+    path.write_text("".join(lines[i] + "\n" for i in ranked))
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--methods", nargs="*", default=list(METHODS), choices=METHODS)
     p.add_argument("--steps", type=int, default=60, help="training steps per method (same for all)")
     p.add_argument("--prompts", type=int, default=4, help="prompts per step")
     p.add_argument("--eval-n", type=int, default=512, help="held-out tasks for before/after (the eval stream's first n)")
-    p.add_argument("--eval-draws", type=int, default=2, help="noise draws per held-out task")
+    p.add_argument("--eval-draws", type=int, default=2, help="noise draws per evaluated task")
+    p.add_argument("--fit-tasks", type=int, default=0,
+                   help="train and evaluate on this many training tasks the checkpoint solves sometimes (0: held-out mode)")
+    p.add_argument("--fit-pool", type=int, default=384, help="training tasks searched for --fit-tasks")
     p.add_argument("--out", default="runs/vvr_compare")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("overrides", nargs="*", help="extra key=value overrides applied to every method's config")
@@ -123,8 +153,14 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    held_out = easy_tasks(args.eval_n).repeat_interleave(args.eval_draws)
-    eval_prompts, eval_meta = held_out.prompts, held_out.metadata
+    fit_path = learnable_tasks(out, args.fit_tasks, args.fit_pool) if args.fit_tasks else None
+    if fit_path:
+        tasks = [json.loads(line) for line in fit_path.read_text().splitlines()]
+        evaluated = task_batch([Task.from_dict(t["task"]) for t in tasks])
+    else:
+        evaluated = easy_tasks(args.eval_n)
+    evaluated = evaluated.repeat_interleave(args.eval_draws)
+    eval_prompts, eval_meta = evaluated.prompts, evaluated.metadata
     phi = build_features("conv").eval()
     rows = []
     for method in args.methods:
@@ -135,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
             cfg.generator[key] = str(ROOT / cfg.generator[key])
         for key in ("path", "eval_path"):
             cfg.prompts[key] = str(ROOT / cfg.prompts[key])
+        if fit_path:
+            cfg.prompts["path"] = cfg.prompts["eval_path"] = str(fit_path)
         trainer = build_trainer(cfg)
         reference = load_generator(cfg.generator["checkpoint"]).eval()
         x_ref = outputs(reference, eval_prompts)

@@ -77,14 +77,18 @@ def test_demo_runs_three_steps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     assert any("rwtd/ess" in r for r in records)
 
 
-def test_compare_pipeline_counts_one_budget_for_every_method(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``pipelines/vvr_compare.py`` runs every method for the same steps and prompts and counts what each drew."""
+def _compare_pipeline():
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("vvr_compare", ROOT / "pipelines" / "vvr_compare.py")
     compare = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(compare)
-    rc = compare.main(["--steps", "1", "--prompts", "2", "--eval-n", "8", "--eval-draws", "2", "--out", str(tmp_path),
+    return compare
+
+
+def test_compare_pipeline_counts_one_budget_for_every_method(tmp_path: Path) -> None:
+    """``pipelines/vvr_compare.py`` runs every method for the same steps and prompts and counts what each drew."""
+    rc = _compare_pipeline().main(["--steps", "1", "--prompts", "2", "--eval-n", "8", "--eval-draws", "2", "--out", str(tmp_path),
                        "trainer.progress=false"])
     assert rc == 0
     rows = {r["method"]: r for r in json.loads((tmp_path / "table.json").read_text())}
@@ -96,3 +100,16 @@ def test_compare_pipeline_counts_one_budget_for_every_method(tmp_path: Path, mon
         assert 0 <= r["acc_before"] <= 1 and 0 <= r["acc_after"] <= 1 and r["acc_change_se"] >= 0
         assert r["sec_per_step"] > 0
     assert "| rwtd |" in (tmp_path / "table.md").read_text()
+
+
+def test_compare_fit_mode_trains_and_scores_tasks_the_checkpoint_solves_sometimes(tmp_path: Path) -> None:
+    rc = _compare_pipeline().main(["--fit-tasks", "2", "--fit-pool", "48", "--eval-draws", "16", "--steps", "1",
+                                   "--methods", "festdpo", "--out", str(tmp_path), "trainer.progress=false"])
+    assert rc == 0
+    fit = [json.loads(line) for line in (tmp_path / "fit_tasks.jsonl").read_text().splitlines()]
+    train_ids = {json.loads(line)["task_id"] for line in (ONE_STEP / "tasks_train.jsonl").read_text().splitlines()[:48]}
+    assert len(fit) == 2 and {t["task_id"] for t in fit} <= train_ids
+    trained_on = [r for r in map(json.loads, (tmp_path / "festdpo" / "metrics.jsonl").read_text().splitlines()) if "loss" in r]
+    assert len(trained_on) == 1
+    (row,) = json.loads((tmp_path / "table.json").read_text())
+    assert row["method"] == "festdpo" and row["acc_before"] > 0  # the selected tasks are solved some of the time
