@@ -6,8 +6,8 @@ through the shared Trainer, with the same prompts, steps and seed. Budget: ``--p
 16 generator samples per prompt for every method (RWTD 8 current + 8 reference; FestDPO 8 reference pair candidates
 + 4 reference + 4 policy KDE centres; RWR 16; Flow-GRPO a group of 16 SDE trajectories of ``num_steps`` steps).
 
-Columns: VVR accuracy before / after (all-satisfied rate and mean soft reward on ``--eval-n``
-tasks of the held-out stream x ``--eval-draws`` noise draws; same noise and prompts before and after, so the change
+Columns: VVR accuracy before / after (all-satisfied rate and mean soft reward on the evaluated tasks, ``--eval-n``
+of the held-out stream or the fit tasks, x ``--eval-draws`` noise draws; same noise and prompts before and after, so the change
 comes with a paired standard error), generator samples used in training (counted by wrapping the policy and reference), images
 the reward scored, the distance of the aligned model's outputs to the reference's for the same noise + prompts (mean
 L2 in the frozen random conv feature space ``conv``, and pixel RMSE), and wall time per training step.
@@ -116,7 +116,7 @@ def paired_se(after: torch.Tensor, before: torch.Tensor) -> float:
     return float(d.std() / len(d) ** 0.5)
 
 
-def learnable_tasks(out: Path, n: int, pool: int = 384, draws: int = 16, band: tuple[float, float] = (0.1, 0.6)) -> Path:
+def learnable_tasks(out: Path, n: int, pool: int = 384, draws: int = 16, band: tuple[float, float] = (0.1, 0.6)) -> tuple[Path, list[dict]]:
     """Write the ``n`` tasks, of the first ``pool`` training tasks, that the shipped one-step checkpoint solves most
     often within ``band`` (over ``draws`` noise draws, seed apart from the evaluation's) to ``out/fit_tasks.jsonl``.
 
@@ -133,7 +133,7 @@ def learnable_tasks(out: Path, n: int, pool: int = 384, draws: int = 16, band: t
         raise ValueError(f"only {len(ranked)} of {pool} training tasks are solved at a rate in {band}; lower --fit-tasks")
     path = out / "fit_tasks.jsonl"
     path.write_text("".join(lines[i] + "\n" for i in ranked))
-    return path
+    return path, [tasks[i] for i in ranked]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -153,12 +153,12 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    fit_path = learnable_tasks(out, args.fit_tasks, args.fit_pool) if args.fit_tasks else None
-    if fit_path:
-        tasks = [json.loads(line) for line in fit_path.read_text().splitlines()]
-        evaluated = task_batch([Task.from_dict(t["task"]) for t in tasks])
+    fit_path = None
+    if args.fit_tasks:
+        fit_path, fit = learnable_tasks(out, args.fit_tasks, args.fit_pool)
+        evaluated, what = task_batch([Task.from_dict(t["task"]) for t in fit]), f"{args.fit_tasks} fit (training) tasks"
     else:
-        evaluated = easy_tasks(args.eval_n)
+        evaluated, what = easy_tasks(args.eval_n), f"{args.eval_n} held-out easy VVR tasks"
     evaluated = evaluated.repeat_interleave(args.eval_draws)
     eval_prompts, eval_meta = evaluated.prompts, evaluated.metadata
     phi = build_features("conv").eval()
@@ -210,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
                      f"{r['pixel_rmse_to_ref']:.3f} | {r['sec_per_step']:.2f} |")
     table = "\n".join(lines)
     (out / "table.md").write_text(table + "\n")
-    print(f"\nheld-out easy VVR tasks: {args.eval_n} x {args.eval_draws} noise draws; steps per method: {args.steps}; prompts per step: {args.prompts}\n")
+    print(f"\n{what} x {args.eval_draws} noise draws; steps per method: {args.steps}; prompts per step: {args.prompts}\n")
     print(table)
     return 0
 
