@@ -32,12 +32,11 @@ from pathlib import Path
 
 import torch
 
-from visalign.core import load_generator
+from visalign.core import PromptBatch, load_generator
+from visalign.core.prompts import _read_prompt_file
 from visalign.features import build_features
 from visalign.rewards.vvr import VVRReward
 from visalign.run import build_trainer, load_run_config
-from visalign.vvr.source import task_batch
-from visalign.vvr.task import Task
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -116,24 +115,24 @@ def paired_se(after: torch.Tensor, before: torch.Tensor) -> float:
     return float(d.std() / len(d) ** 0.5)
 
 
-def learnable_tasks(out: Path, n: int, pool: int = 384, draws: int = 16, band: tuple[float, float] = (0.1, 0.6)) -> tuple[Path, list[dict]]:
+def learnable_tasks(out: Path, n: int, pool: int = 384, draws: int = 16, band: tuple[float, float] = (0.1, 0.6)) -> Path:
     """Write the ``n`` tasks, of the first ``pool`` training tasks, that the shipped one-step checkpoint solves most
     often within ``band`` (over ``draws`` noise draws, seed apart from the evaluation's) to ``out/fit_tasks.jsonl``.
 
     Most easy tasks are (almost) never solved by the tiny checkpoint, so their groups carry equal rewards and no
     learning signal; on these the question is whether a method raises the reward it is trained on."""
-    lines = (ROOT / "assets" / "tiny_one_step_vvr" / "tasks_train.jsonl").read_text().splitlines()[:pool]
-    tasks = [json.loads(line) for line in lines]
-    prompts = [t["prompt"] for t in tasks for _ in range(draws)]
-    meta = [{"task": t["task"], "task_id": t["task_id"]} for t in tasks for _ in range(draws)]
+    train_file = ROOT / "assets" / "tiny_one_step_vvr" / "tasks_train.jsonl"
+    lines = train_file.read_text().splitlines()[:pool]
+    prompts, meta = (v[:pool] for v in _read_prompt_file(str(train_file)))
+    repeated = [x for x in prompts for _ in range(draws)], [m for m in meta for _ in range(draws)]
     reference = load_generator(ROOT / "assets" / "tiny_one_step_vvr").eval()
-    solved = scores(outputs(reference, prompts, seed=5), prompts, meta)["acc"].reshape(pool, draws).mean(1)
+    solved = scores(outputs(reference, repeated[0], seed=5), *repeated)["acc"].reshape(pool, draws).mean(1)
     ranked = [i for i in solved.argsort(descending=True).tolist() if band[0] <= solved[i] <= band[1]][:n]
     if len(ranked) < n:
         raise ValueError(f"only {len(ranked)} of {pool} training tasks are solved at a rate in {band}; lower --fit-tasks")
     path = out / "fit_tasks.jsonl"
     path.write_text("".join(lines[i] + "\n" for i in ranked))
-    return path, [tasks[i] for i in ranked]
+    return path
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -153,10 +152,9 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    fit_path = None
-    if args.fit_tasks:
-        fit_path, fit = learnable_tasks(out, args.fit_tasks, args.fit_pool)
-        evaluated, what = task_batch([Task.from_dict(t["task"]) for t in fit]), f"{args.fit_tasks} fit (training) tasks"
+    fit_path = learnable_tasks(out, args.fit_tasks, args.fit_pool) if args.fit_tasks else None
+    if fit_path:
+        evaluated, what = PromptBatch(*_read_prompt_file(str(fit_path))), f"{args.fit_tasks} fit (training) tasks"
     else:
         evaluated, what = easy_tasks(args.eval_n), f"{args.eval_n} held-out easy VVR tasks"
     evaluated = evaluated.repeat_interleave(args.eval_draws)

@@ -88,8 +88,8 @@ def _compare_pipeline():
 
 def test_compare_pipeline_counts_one_budget_for_every_method(tmp_path: Path) -> None:
     """``pipelines/vvr_compare.py`` runs every method for the same steps and prompts and counts what each drew."""
-    rc = _compare_pipeline().main(["--steps", "1", "--prompts", "2", "--eval-n", "8", "--eval-draws", "2", "--out", str(tmp_path),
-                       "trainer.progress=false"])
+    rc = _compare_pipeline().main(["--steps", "1", "--prompts", "2", "--eval-n", "8", "--eval-draws", "2",
+                                   "--out", str(tmp_path), "trainer.progress=false"])
     assert rc == 0
     rows = {r["method"]: r for r in json.loads((tmp_path / "table.json").read_text())}
     assert set(rows) == {"rwtd", "festdpo", "rwr", "flow_grpo"}
