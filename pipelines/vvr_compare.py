@@ -124,9 +124,10 @@ def learnable_tasks(out: Path, n: int, pool: int = 384, draws: int = 16, band: t
     train_file = ROOT / "assets" / "tiny_one_step_vvr" / "tasks_train.jsonl"
     lines = train_file.read_text().splitlines()[:pool]
     prompts, meta = (v[:pool] for v in _read_prompt_file(str(train_file)))
-    repeated = [x for x in prompts for _ in range(draws)], [m for m in meta for _ in range(draws)]
+    repeated = PromptBatch(prompts, meta).repeat_interleave(draws)
     reference = load_generator(ROOT / "assets" / "tiny_one_step_vvr").eval()
-    solved = scores(outputs(reference, repeated[0], seed=5), *repeated)["acc"].reshape(pool, draws).mean(1)
+    solved = scores(outputs(reference, repeated.prompts, seed=5), repeated.prompts, repeated.metadata)["acc"]
+    solved = solved.reshape(pool, draws).mean(1)
     ranked = [i for i in solved.argsort(descending=True).tolist() if band[0] <= solved[i] <= band[1]][:n]
     if len(ranked) < n:
         raise ValueError(f"only {len(ranked)} of {pool} training tasks are solved at a rate in {band}; lower --fit-tasks")
