@@ -37,6 +37,20 @@ def test_rwtd_sample_space_regression_through_feature_plan(image_generator):
     _check(algo, image_generator)
 
 
+def test_rwtd_resampled_target_regresses_onto_whole_samples(image_generator):
+    """With ``resample_target`` and exact OT each current sample's target is one whole target sample, not an average."""
+    _check(RWTD(RWTDConfig(lam=0.5, num_current=8, num_reference=8, features="conv", regression_space="samples",
+                           solver="emd", resample_target=True)), image_generator)
+    algo = RWTD(RWTDConfig(lam=1.0, num_current=8, features="conv", regression_space="samples", solver="emd",
+                           resample_target=True, step_size=1.0, target_ess=0.25))
+    ctx = TrainContext(image_generator, image_generator.frozen_copy(), brightness, torch.device("cpu"))
+    rollout = algo.rollout(ctx, PromptBatch(["a"]), torch.Generator().manual_seed(1))
+    current, targets = rollout.samples.flatten(1), rollout.extras["targets"]
+    nearest = torch.cdist(targets.double(), current.double()).min(1)
+    assert nearest.values.max() < 1e-5  # every target is one of the samples...
+    assert len(set(nearest.indices.tolist())) < 8  # ...and the tilt repeats the best ones
+
+
 @pytest.mark.parametrize("pair_source", ["reference", "policy"])
 def test_festdpo_gradients_reach_generator_not_encoder(image_generator, pair_source):
     algo = FestDPO(FestDPOConfig(num_samples=8, num_pairs=4, features="conv", pair_source=pair_source,

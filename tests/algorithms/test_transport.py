@@ -5,7 +5,8 @@ import pytest
 import torch
 
 from visalign.algorithms.transport import (barycentric_projection, beta_for_ess, effective_sample_size, mixture_target,
-                                           partial_step, tilted_weights, transport_plan, transport_targets)
+                                           partial_step, systematic_resample, tilted_weights, transport_plan,
+                                           transport_targets)
 from visalign.core.config import ConfigError
 
 
@@ -105,3 +106,24 @@ def test_weighted_target_moves_mass_toward_high_reward():
     expected_mean = float((w.float() @ torch.cat([cur, ref])[:, 0].double().float()))
     assert abs(float(res.targets[:, 0].mean()) - expected_mean) < 0.02  # projection preserves the target mean
     assert float(res.targets[:, 0].mean()) > float(cur[:, 0].mean()) + 0.5
+
+
+def test_systematic_resample_draws_each_particle_floor_or_ceil_of_n_w_times():
+    w = torch.tensor([0.5, 0.3, 0.15, 0.05, 0.0], dtype=torch.float64)
+    for seed in range(20):
+        counts = torch.bincount(systematic_resample(w, 16, torch.Generator().manual_seed(seed)), minlength=5)
+        assert counts.sum() == 16 and counts[4] == 0
+        assert torch.all(counts >= torch.floor(16 * w).long()) and torch.all(counts <= torch.ceil(16 * w).long())
+    with pytest.raises(ValueError, match="not all zero"):
+        systematic_resample(torch.zeros(3), 4)
+    with pytest.raises(ValueError, match="n must be >= 1"):
+        systematic_resample(w, 0)
+
+
+def test_resampled_target_maps_every_source_onto_one_whole_target():
+    g = torch.Generator().manual_seed(0)
+    source, target = torch.randn(8, 3, generator=g), torch.randn(5, 3, generator=g)
+    idx = systematic_resample(torch.tensor([0.4, 0.3, 0.2, 0.1, 0.0]), 8, g)
+    result = transport_targets(source, target[idx], torch.full((8,), 1 / 8, dtype=torch.float64), "emd")
+    assert torch.equal((result.plan > 0).sum(1), torch.ones(8, dtype=torch.long))
+    assert all(any(torch.allclose(row, t) for t in target[:4]) for row in result.targets)

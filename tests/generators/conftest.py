@@ -14,9 +14,11 @@ def prompts() -> list[str]:
     return list(PROMPTS)
 
 
-@pytest.fixture
-def small_image_config() -> dict:
-    return dict(image_size=16, patch_size=4, text_hidden=32, vocab_buckets=256, max_length=12)
+@pytest.fixture(params=["sd3", "unet"])
+def small_image_config(request) -> dict:
+    """Both denoiser backbones, small: every test taking ``one_step`` / ``flow`` runs once per backbone."""
+    return dict(image_size=16, patch_size=4, text_hidden=32, vocab_buckets=256, max_length=12, backbone=request.param,
+                unet_channels=(16, 32))
 
 
 @pytest.fixture

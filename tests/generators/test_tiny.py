@@ -6,7 +6,7 @@ import torch
 
 from visalign.core.config import ConfigError
 from visalign.core.generator import build_generator, load_generator
-from visalign.generators import TinyFlowGenerator, TinyImageConfig, TinyOneStepGenerator
+from visalign.generators import TinyFlowGenerator, TinyImageConfig, TinyOneStepConfig, TinyOneStepGenerator
 
 KINDS = ["one_step", "flow"]
 
@@ -61,13 +61,18 @@ def test_frozen_copy_is_detached_and_unchanged_by_training(gen, prompts):
     assert not torch.equal(gen.sample(noise=noise, prompts=prompts), before)
 
 
-def test_gradients_reach_transformer_and_text_encoder(gen, prompts):
+def _output_layer(gen) -> torch.Tensor:
+    denoiser = gen.backbone.denoiser
+    return (denoiser.conv_out if gen.config.backbone == "unet" else denoiser.proj_out).weight
+
+
+def test_gradients_reach_denoiser_and_text_encoder(gen, prompts):
     assert gen.sample(prompts=prompts).requires_grad is False
     x = gen.sample(prompts=prompts, grad=True, generator=_seeded())
     x.pow(2).mean().backward()
     module = gen.trainable_module()
     grads = {n: p.grad for n, p in module.named_parameters()}
-    assert grads["backbone.transformer.proj_out.weight"].abs().sum() > 0
+    assert _output_layer(gen).grad.abs().sum() > 0
     assert grads["backbone.text_encoder.model.embeddings.token_embedding.weight"].abs().sum() > 0
 
 
@@ -80,7 +85,7 @@ def test_tiny_flow_sde_log_probs_match_recomputation(flow, prompts):
         lp = flow.sde_log_prob(traj, step)
         torch.testing.assert_close(lp, traj.log_probs[:, step], rtol=1e-4, atol=1e-4)
     lp.sum().backward()
-    assert flow.backbone.transformer.proj_out.weight.grad.abs().sum() > 0
+    assert _output_layer(flow).grad.abs().sum() > 0
 
 
 def test_tiny_flow_matching_loss_trains(flow):
@@ -133,6 +138,31 @@ def test_registry_build_and_config_errors():
         build_generator({"name": "tiny_flow", "num_steps": 0})
     with pytest.raises(ConfigError, match="nonsense"):
         build_generator({"name": "tiny_one_step", "nonsense": 1})
+    with pytest.raises(ConfigError, match="backbone: 'resnet' is not one of"):
+        build_generator({"name": "tiny_one_step", "backbone": "resnet"})
+    with pytest.raises(ConfigError, match="multiple of 16"):
+        build_generator({"name": "tiny_one_step", "backbone": "unet", "unet_channels": [16, 20]})
+    with pytest.raises(ConfigError, match="divisible by 2\\*\\*len"):
+        build_generator({"name": "tiny_one_step", "backbone": "unet", "image_size": 12, "patch_size": 4, "unet_channels": [16, 32, 32]})
+    with pytest.raises(ConfigError, match="parametrization: 'velocity' is not one of"):
+        build_generator({"name": "tiny_one_step", "parametrization": "velocity"})
+
+
+def test_flow_residual_student_starts_at_the_teachers_one_step_euler_sample(flow, small_image_config, prompts, tmp_path):
+    """A ``flow_residual`` one-step model with the flow's weights outputs tanh(z - v(z, t=1)): the flow's one Euler step."""
+    student = TinyOneStepGenerator(TinyOneStepConfig(**small_image_config, parametrization="flow_residual"))
+    student.backbone.load_state_dict(flow.backbone.state_dict())
+    noise = flow.make_noise(4, _seeded(3))
+    with torch.no_grad():
+        cond = flow.encode(prompts)
+        euler = noise - flow.velocity(noise, torch.ones(4), cond)
+        torch.testing.assert_close(student.generate(noise, student.encode(prompts)), torch.tanh(euler))
+        image = TinyOneStepGenerator(TinyImageConfig(**small_image_config))
+        image.backbone.load_state_dict(flow.backbone.state_dict())
+        assert image.config.parametrization == "image"
+        assert (image.generate(noise, image.encode(prompts)) - torch.tanh(euler)).abs().max() > 0.1
+    student.save_pretrained(tmp_path / "student")
+    assert load_generator(tmp_path / "student").config.parametrization == "flow_residual"
 
 
 def test_bf16_forward(one_step, prompts):

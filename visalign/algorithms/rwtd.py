@@ -19,13 +19,17 @@ from ..core.algorithm import Algorithm, TrainContext, register_algorithm
 from ..core.config import check
 from ..core.types import PromptBatch, Rollout
 from .common import FeatureCache, as_tensor, group_slices, require_reference, sample_group
-from .transport import beta_for_ess, effective_sample_size, mixture_target, partial_step, tilted_weights, transport_targets
+from .transport import (beta_for_ess, effective_sample_size, mixture_target, partial_step, systematic_resample, tilted_weights,
+                        transport_targets)
 
 
 @dataclass
 class RWTDConfig:
     """λ (``lam``) is the current share of the target (λ = 1 − ρ); β a reward temperature, or set ``target_ess``
-    (fraction of the group) to choose β per group so the tilted weights keep that effective sample size."""
+    (fraction of the group) to choose β per group so the tilted weights keep that effective sample size.
+    ``resample_target`` draws ``num_current`` particles from the weighted target (systematic resampling) and
+    transports onto those with uniform weights: with ``solver: emd`` the plan is a permutation, so each current
+    sample is regressed onto one whole target sample instead of an average of several."""
 
     lam: float = 0.85
     beta: float = 1.0
@@ -38,6 +42,7 @@ class RWTDConfig:
     eps_scale: float = 0.1
     step_size: float = 0.2
     normalize_rewards: bool = False
+    resample_target: bool = False
     updates_per_rollout: int = 1
 
     def __post_init__(self) -> None:
@@ -101,7 +106,11 @@ class RWTD(Algorithm):
             target_feats = torch.cat([f_cur[gc], f_ref[gr]]) if m else f_cur[gc]
             values = target_feats if in_features else torch.cat(
                 [as_tensor(current)[gc].flatten(1), as_tensor(reference)[gr].flatten(1)] if m else [as_tensor(current)[gc].flatten(1)])
-            result = transport_targets(f_cur[gc], target_feats, weights, cfg.solver, cfg.eps_scale, target_values=values)
+            plan_feats, plan_values, plan_weights = target_feats, values, weights
+            if cfg.resample_target:
+                idx = systematic_resample(weights, n, generator).to(target_feats.device)
+                plan_feats, plan_values, plan_weights = target_feats[idx], values[idx], torch.full((n,), 1.0 / n, dtype=weights.dtype)
+            result = transport_targets(f_cur[gc], plan_feats, plan_weights, cfg.solver, cfg.eps_scale, target_values=plan_values)
             targets[gc] = partial_step(cur_values[gc], result.targets, cfg.step_size)
             stats["ess"].append(effective_sample_size(weights) / weights.numel())
             stats["beta"].append(beta if math.isfinite(beta) else float("nan"))

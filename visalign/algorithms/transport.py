@@ -70,6 +70,20 @@ def mixture_target(current_rewards: torch.Tensor, reference_rewards: torch.Tenso
     return torch.cat([w_cur, w_ref.to(w_cur)])
 
 
+def systematic_resample(weights: torch.Tensor, n: int, generator: torch.Generator | None = None) -> torch.Tensor:
+    """``n`` indices drawn ∝ ``weights`` by systematic resampling (one uniform offset, then a stride of 1/n): each
+    particle appears ⌊n·w⌋ or ⌈n·w⌉ times. With ``n`` uniform particles on both sides, the exact OT plan is a
+    permutation, so every source particle is mapped onto one whole target particle (no averaging)."""
+    if n < 1:
+        raise ValueError(f"systematic_resample: n must be >= 1, got {n}")
+    w = weights.detach().double().cpu().flatten()
+    if w.numel() == 0 or not torch.isfinite(w).all() or (w < 0).any() or w.sum() <= 0:
+        raise ValueError("systematic_resample: weights must be finite, non-negative and not all zero")
+    cdf = torch.cumsum(w / w.sum(), 0)
+    positions = (torch.rand((), generator=generator, dtype=torch.float64) + torch.arange(n, dtype=torch.float64)) / n
+    return torch.searchsorted(cdf, positions, right=True).clamp_max(w.numel() - 1)
+
+
 def squared_cost(source: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """C_ij = ‖s_i − t_j‖² (float64)."""
     s, t = source.detach().double().flatten(1), target.detach().double().flatten(1)

@@ -2,7 +2,7 @@
 from .diffusers_pipeline import DiffusersConfig, DiffusersPipelineGenerator, LoraReference, load_pipeline
 from .flow import FlowMatchingGenerator, SDETrajectory, flow_sigmas
 from .text_encoder import HashingWordTokenizer, TinyTextEncoder
-from .tiny import TinyFlowConfig, TinyFlowGenerator, TinyImageConfig, TinyOneStepGenerator
+from .tiny import TinyFlowConfig, TinyFlowGenerator, TinyImageConfig, TinyOneStepConfig, TinyOneStepGenerator
 from .toy import ToyFlowGenerator, ToyOneStepGenerator
 
 __all__ = [
@@ -14,6 +14,7 @@ __all__ = [
     "HashingWordTokenizer",
     "TinyTextEncoder",
     "TinyImageConfig",
+    "TinyOneStepConfig",
     "TinyFlowConfig",
     "TinyOneStepGenerator",
     "TinyFlowGenerator",

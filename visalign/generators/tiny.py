@@ -1,15 +1,20 @@
-"""Tiny prompt-conditioned image generators: a tiny SD3 transformer conditioned on a tiny CLIP text encoder.
+"""Tiny prompt-conditioned image generators: a tiny diffusers backbone conditioned on a tiny CLIP text encoder.
 
-Both run on CPU in tens of milliseconds at batch 64 and need no downloaded files.
-``tiny_one_step`` maps noise to an image in one pass (``tanh`` output in [-1, 1]);
+Backbones: ``sd3`` (``SD3Transformer2DModel``, patch tokens; fastest) or ``unet`` (``UNet2DConditionModel`` on a 2×2
+space-to-depth view of the image, cross-attention to the prompt tokens; slower per step, but its convolutions learn
+flat shapes far sooner). Both run on CPU and need no downloaded files.
+``tiny_one_step`` maps noise to an image in one pass (``tanh`` output in [-1, 1]), either directly (``image``) or as
+the noise minus a velocity (``flow_residual``, so a student copied from a ``tiny_flow`` teacher starts at the
+teacher's one-step Euler sample);
 ``tiny_flow`` is a few-step flow-matching model whose samples are clamped to [-1, 1].
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar, Literal, Sequence
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from ..core.config import check
@@ -23,7 +28,8 @@ TextCond = tuple[torch.Tensor, torch.Tensor]
 
 @dataclass
 class TinyImageConfig:
-    """Sizes of the tiny image transformer and its text encoder."""
+    """Sizes of the tiny denoiser and its text encoder. ``patch_size``, ``layers`` and ``heads`` shape the ``sd3``
+    backbone, ``unet_channels`` the ``unet`` one; ``head_dim`` is the attention head size of both."""
 
     image_size: int = 32
     channels: int = 3
@@ -36,8 +42,16 @@ class TinyImageConfig:
     text_heads: int = 2
     vocab_buckets: int = 1024
     max_length: int = 16
+    backbone: Literal["sd3", "unet"] = "sd3"
+    unet_channels: tuple[int, ...] = (32, 64, 64)
 
     def __post_init__(self) -> None:
+        check(self.backbone in ("sd3", "unet"), f"backbone must be 'sd3' or 'unet', got {self.backbone!r}")
+        self.unet_channels = tuple(int(c) for c in self.unet_channels)
+        check(len(self.unet_channels) >= 2 and all(c > 0 and c % 16 == 0 for c in self.unet_channels),
+              f"unet_channels must be >= 2 widths, each a multiple of 16 (group norm), got {self.unet_channels}")
+        check(self.backbone != "unet" or self.image_size % (2 ** len(self.unet_channels)) == 0,
+              f"unet backbone: image_size {self.image_size} must be divisible by 2**len(unet_channels)")
         check(self.image_size >= 1 and self.channels >= 1, "image_size and channels must be >= 1")
         check(self.patch_size >= 1, f"patch_size must be >= 1, got {self.patch_size}")
         check(self.image_size % self.patch_size == 0, f"image_size {self.image_size} must be divisible by patch_size {self.patch_size}")
@@ -61,15 +75,49 @@ class TinyFlowConfig(TinyImageConfig):
         check(self.shift > 0, f"shift must be > 0, got {self.shift}")
 
 
+@dataclass
+class TinyOneStepConfig(TinyImageConfig):
+    """:class:`TinyImageConfig` plus the output parametrisation: ``image`` gives ``x = tanh(f(z))``, ``flow_residual``
+    gives ``x = tanh(z - f(z))``, the flow convention ``x_0 = ε - v`` read at ``t = 1``."""
+
+    parametrization: Literal["image", "flow_residual"] = "image"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check(self.parametrization in ("image", "flow_residual"),
+              f"parametrization must be 'image' or 'flow_residual', got {self.parametrization!r}")
+
+
 class TinyBackbone(nn.Module):
-    """Text encoder + ``diffusers.SD3Transformer2DModel``: ``(x, timestep in [0, 1000], cond) -> same shape as x``."""
+    """Text encoder + a diffusers denoiser (``SD3Transformer2DModel`` or ``UNet2DConditionModel``):
+    ``(x, timestep in [0, 1000], cond) -> same shape as x``."""
 
     def __init__(self, config: TinyImageConfig) -> None:
         super().__init__()
+        c = config
+        self.kind = c.backbone
+        self.text_encoder = TinyTextEncoder(c.text_hidden, c.text_layers, c.text_heads, c.vocab_buckets, c.max_length)
+        if c.backbone == "unet":
+            from diffusers import UNet2DConditionModel
+
+            levels = len(c.unet_channels)
+            self.unet = UNet2DConditionModel(
+                sample_size=c.image_size // 2,
+                in_channels=4 * c.channels,
+                out_channels=4 * c.channels,
+                block_out_channels=c.unet_channels,
+                layers_per_block=1,
+                down_block_types=("DownBlock2D",) + ("CrossAttnDownBlock2D",) * (levels - 1),
+                up_block_types=("CrossAttnUpBlock2D",) * (levels - 1) + ("UpBlock2D",),
+                cross_attention_dim=c.text_hidden,
+                attention_head_dim=c.head_dim,
+                norm_num_groups=16,
+                class_embed_type="projection",
+                projection_class_embeddings_input_dim=c.text_hidden,
+            )
+            return
         from diffusers import SD3Transformer2DModel
 
-        c = config
-        self.text_encoder = TinyTextEncoder(c.text_hidden, c.text_layers, c.text_heads, c.vocab_buckets, c.max_length)
         self.transformer = SD3Transformer2DModel(
             sample_size=c.image_size,
             patch_size=c.patch_size,
@@ -84,19 +132,23 @@ class TinyBackbone(nn.Module):
             pos_embed_max_size=c.image_size // c.patch_size,
         )
 
+    @property
+    def denoiser(self) -> nn.Module:
+        return self.unet if self.kind == "unet" else self.transformer
+
     def encode(self, prompts: Sequence[str]) -> TextCond:
         return self.text_encoder(list(prompts))
 
     def forward(self, x: torch.Tensor, timestep: torch.Tensor, cond: TextCond) -> torch.Tensor:
         states, pooled = cond
-        x = x.to(self.transformer.dtype)
-        return self.transformer(
-            hidden_states=x,
-            encoder_hidden_states=states.to(x.dtype),
-            pooled_projections=pooled.to(x.dtype),
-            timestep=timestep.to(x.dtype),
-            return_dict=False,
-        )[0]
+        dtype = self.denoiser.dtype
+        x, states, pooled, timestep = x.to(dtype), states.to(dtype), pooled.to(dtype), timestep.to(dtype)
+        if self.kind == "unet":
+            out = self.unet(F.pixel_unshuffle(x, 2), timestep, encoder_hidden_states=states, class_labels=pooled,
+                            return_dict=False)[0]
+            return F.pixel_shuffle(out, 2)
+        return self.transformer(hidden_states=x, encoder_hidden_states=states, pooled_projections=pooled,
+                                timestep=timestep, return_dict=False)[0]
 
 
 class _TinyImageMixin:
@@ -119,19 +171,23 @@ class _TinyImageMixin:
 
 @register_generator("tiny_one_step")
 class TinyOneStepGenerator(_TinyImageMixin, Generator):
-    """One-step prompt-conditioned generator ``x = tanh(f(z, prompt))``, images ``3×S×S`` in [-1, 1]."""
+    """One-step prompt-conditioned generator ``x = tanh(f(z, prompt))`` (or ``tanh(z - f)``, see
+    :class:`TinyOneStepConfig`), images ``3×S×S`` in [-1, 1]."""
 
     kind: ClassVar[str] = "one_step"
-    config_class = TinyImageConfig
+    config_class = TinyOneStepConfig
     timestep: ClassVar[float] = 1000.0
 
     def __init__(self, config: TinyImageConfig | None = None) -> None:
-        super().__init__(config or TinyImageConfig())
+        if config is not None and not isinstance(config, TinyOneStepConfig):
+            config = TinyOneStepConfig(**vars(config))
+        super().__init__(config or TinyOneStepConfig())
         self.backbone = TinyBackbone(self.config)
 
     def generate(self, noise: torch.Tensor, cond: TextCond | None = None) -> torch.Tensor:
         t = torch.full((noise.shape[0],), self.timestep, device=noise.device, dtype=noise.dtype)
-        return torch.tanh(self.backbone(noise, t, self._cond(cond, noise.shape[0])))
+        out = self.backbone(noise, t, self._cond(cond, noise.shape[0]))
+        return torch.tanh(noise - out if self.config.parametrization == "flow_residual" else out)
 
 
 @register_generator("tiny_flow")

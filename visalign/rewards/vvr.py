@@ -15,14 +15,16 @@ class VVRReward(Reward):
 
     Default: soft gate x weighted partial credit (near misses earn up to 0.5 per constraint). ``strict=True``:
     the all-satisfied bit. ``weights`` maps constraint types to weights (default 1). ``last_details`` keeps the
-    per-image pass/fail lists and fractions of the latest call.
+    per-image pass/fail lists and fractions of the latest call. ``features`` (the ``reward`` feature space) is the
+    differentiable colour layout the verifier reads (:func:`visalign.vvr.features.colour_layout`, ``layout_grid``).
     """
 
     differentiable = False
 
-    def __init__(self, strict: bool = False, weights: dict[str, float] | None = None) -> None:
+    def __init__(self, strict: bool = False, weights: dict[str, float] | None = None, layout_grid: int = 4) -> None:
         self.strict = strict
         self.weights = dict(weights or {})
+        self.layout_grid = layout_grid
         self.last_details: list[dict[str, Any]] = []
         self._cache: dict[str, Any] = {}
 
@@ -42,6 +44,12 @@ class VVRReward(Reward):
                 self._cache.clear()
             self._cache[key] = task
         return task
+
+    def features(self, samples: Samples) -> torch.Tensor:
+        """``B × (6·grid²)``: where each palette colour is, per cell of a ``layout_grid`` grid (differentiable)."""
+        from ..vvr.features import colour_layout
+
+        return colour_layout(samples, self.layout_grid).flatten(1)
 
     def __call__(self, samples: Samples, prompts: Sequence[str], metadata: Metadata) -> torch.Tensor:
         from ..vvr.verifier import verify

@@ -16,7 +16,7 @@ _EXPORTS = {
     "SPLITS": "benchmark", "load_split": "benchmark", "generate_split": "benchmark", "read_tasks": "benchmark",
     "write_split": "benchmark",
     "VVRPromptSource": "source", "VVRFilePromptSource": "source", "task_batch": "source",
-    "mutate": "mutations",
+    "mutate": "mutations", "colour_layout": "features",
     "add_bench_arguments": "bench", "run_bench": "bench", "BenchInputError": "bench",
 }
 
