@@ -138,34 +138,30 @@ def train_flow(flow: TinyFlowGenerator, prompts: list[str], images: torch.Tensor
 
 @torch.no_grad()
 def teacher_pairs(teacher: TinyFlowGenerator, prompts: list[str], n: int, batch: int, teacher_steps: int,
-                  seed: int) -> tuple[torch.Tensor, list[str], torch.Tensor]:
-    """``n`` (noise, prompt, teacher ODE endpoint) triples, computed once so distillation steps skip the teacher."""
-    g = torch.Generator().manual_seed(seed)
-    idx = torch.randint(len(prompts), (n,), generator=g)
+                  generator: torch.Generator) -> tuple[torch.Tensor, list[str], torch.Tensor]:
+    """``n`` (noise, training prompt, teacher ODE endpoint) triples, the endpoints computed ``batch`` at a time."""
+    idx = torch.randint(len(prompts), (n,), generator=generator)
     ps = [prompts[i] for i in idx]
-    z = torch.randn(n, 3, 32, 32, generator=g)
+    z = torch.randn(n, 3, 32, 32, generator=generator)
     targets = [teacher.generate(z[i:i + batch], teacher.encode(ps[i:i + batch]), teacher_steps)
-               for i in tqdm(range(0, n, batch), desc="teacher pairs", leave=False)]
+               for i in tqdm(range(0, n, batch), desc="teacher pairs", leave=False, disable=n <= batch)]
     return z, ps, torch.cat(targets).clamp(-0.995, 0.995)
 
 
 def distill(student: TinyOneStepGenerator, teacher: TinyFlowGenerator, prompts: list[str], minutes: float, max_steps: int,
             batch: int, lr: float, teacher_steps: int, seed: int, pairs: int = 0) -> int:
     """Regress G(z, p) onto the teacher's ODE endpoint (stop-gradient): for fresh z and training prompts p at every
-    step, or, with ``pairs > 0``, for a fixed set of that many precomputed triples (reflow-style; faster per step)."""
+    step, or, with ``pairs > 0``, for a fixed set of that many triples computed once (reflow-style; the teacher's
+    ``teacher_steps`` forward passes then leave the training step)."""
     if pairs > 0:
-        z_pool, p_pool, target_pool = teacher_pairs(teacher, prompts, pairs, batch, teacher_steps, seed)
+        z_pool, p_pool, target_pool = teacher_pairs(teacher, prompts, pairs, batch, teacher_steps, torch.Generator().manual_seed(seed))
 
     def loss_fn(g: torch.Generator) -> torch.Tensor:
         if pairs > 0:
             idx = torch.randint(pairs, (batch,), generator=g)
             z, ps, target = z_pool[idx], [p_pool[i] for i in idx], target_pool[idx]
         else:
-            idx = torch.randint(len(prompts), (batch,), generator=g)
-            ps = [prompts[i] for i in idx]
-            z = torch.randn(batch, 3, 32, 32, generator=g)
-            with torch.no_grad():
-                target = teacher.generate(z, teacher.encode(ps), teacher_steps).clamp(-0.995, 0.995)
+            z, ps, target = teacher_pairs(teacher, prompts, batch, batch, teacher_steps, g)
         return ((student.generate(z, student.encode(ps)) - target) ** 2).mean()
 
     return budgeted_training(student, loss_fn, minutes, max_steps, lr, seed, "one-step distillation")

@@ -114,11 +114,12 @@ def test_compare_fit_mode_trains_and_scores_tasks_the_checkpoint_solves_sometime
     assert row["method"] == "festdpo" and row["acc_before"] > 0  # the selected tasks are solved some of the time
 
 
-def test_pretrain_script_writes_both_checkpoints_and_metrics(tmp_path: Path) -> None:
+@pytest.mark.parametrize("pairs", ["8", "0"], ids=["precomputed-pairs", "fresh-teacher-samples"])
+def test_pretrain_script_writes_both_checkpoints_and_metrics(tmp_path: Path, pairs: str) -> None:
     """A few steps of ``pipelines/vvr_pretrain.py``: the flow, a ``flow_residual`` student, metrics and grids."""
     rc = _pipeline("vvr_pretrain").main([
         "--assets", str(tmp_path / "assets"), "--out", str(tmp_path / "grids"), "--pool", "16", "--flow-steps", "2",
-        "--distill-steps", "2", "--distill-pairs", "8", "--batch", "4", "--eval-n", "4"])
+        "--distill-steps", "2", "--distill-pairs", pairs, "--batch", "4", "--eval-n", "4"])
     assert rc == 0
     student = load_generator(tmp_path / "assets" / "tiny_one_step_vvr")
     assert student.config.parametrization == "flow_residual" and student.config.backbone == "unet"
