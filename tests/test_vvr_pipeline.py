@@ -88,7 +88,7 @@ def _pipeline(name: str):
 def test_compare_pipeline_counts_one_budget_for_every_method(tmp_path: Path) -> None:
     """``pipelines/vvr_compare.py`` runs every method for the same steps and prompts and counts what each drew."""
     rc = _pipeline("vvr_compare").main(["--steps", "1", "--prompts", "2", "--eval-n", "8", "--eval-draws", "2",
-                                   "--out", str(tmp_path), "trainer.progress=false"])
+                                        "--out", str(tmp_path), "trainer.progress=false"])
     assert rc == 0
     rows = {r["method"]: r for r in json.loads((tmp_path / "table.json").read_text())}
     assert set(rows) == {"rwtd", "festdpo", "rwr", "flow_grpo"}
@@ -103,7 +103,7 @@ def test_compare_pipeline_counts_one_budget_for_every_method(tmp_path: Path) -> 
 
 def test_compare_fit_mode_trains_and_scores_tasks_the_checkpoint_solves_sometimes(tmp_path: Path) -> None:
     rc = _pipeline("vvr_compare").main(["--fit-tasks", "2", "--fit-pool", "48", "--eval-draws", "16", "--steps", "1",
-                                   "--methods", "festdpo", "--out", str(tmp_path), "trainer.progress=false"])
+                                        "--methods", "festdpo", "--out", str(tmp_path), "trainer.progress=false"])
     assert rc == 0
     fit = [json.loads(line) for line in (tmp_path / "fit_tasks.jsonl").read_text().splitlines()]
     train_ids = {json.loads(line)["task_id"] for line in (ONE_STEP / "tasks_train.jsonl").read_text().splitlines()[:48]}
