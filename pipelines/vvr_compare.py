@@ -2,9 +2,11 @@
 
 Each method runs from its own config (``configs/vvr_<method>.yaml``; the configs differ only in the algorithm
 section, and Flow-GRPO in the generator, which must be a flow model with an SDE sampler: ``assets/tiny_flow_vvr``)
-through the shared Trainer, with the same prompts, steps and seed. Budget: ``--prompts`` prompts per step and
-16 generator samples per prompt for every method (RWTD 8 current + 8 reference; FestDPO 8 reference pair candidates
-+ 4 reference + 4 policy KDE centres; RWR 16; Flow-GRPO a group of 16 SDE trajectories of ``num_steps`` steps).
+through the shared Trainer, with the same prompt stream, steps and seed. Budget: ``--samples-per-step`` generator
+samples per step (default 64) for every method; each method's prompts per step is that budget over its config's
+``samples_per_prompt`` (RWTD 32 current + 32 reference: 1 prompt; FestDPO 8 reference pair candidates + 4 reference
++ 4 policy KDE centres: 4 prompts; RWR 16: 4 prompts; Flow-GRPO a group of 16 SDE trajectories of ``num_steps``
+steps: 4 prompts).
 
 Columns: VVR accuracy before / after (all-satisfied rate and mean soft reward on the evaluated tasks, ``--eval-n``
 of the held-out stream or the fit tasks, x ``--eval-draws`` noise draws; same noise and prompts before and after, so the change
@@ -33,6 +35,7 @@ from pathlib import Path
 import torch
 
 from visalign.core import PromptBatch, load_generator
+from visalign.core.algorithm import build_algorithm
 from visalign.core.prompts import _read_prompt_file
 from visalign.features import build_features
 from visalign.rewards.vvr import VVRReward
@@ -136,11 +139,21 @@ def learnable_tasks(out: Path, n: int, pool: int = 384, draws: int = 16, band: t
     return path
 
 
+def prompts_per_step(algorithm: dict, samples_per_step: int) -> int:
+    """Prompts per step that spend ``samples_per_step`` generator samples with this algorithm config."""
+    per_prompt = build_algorithm(algorithm).config.samples_per_prompt
+    if samples_per_step % per_prompt:
+        raise ValueError(f"--samples-per-step {samples_per_step} is not a multiple of {algorithm['name']}'s "
+                         f"{per_prompt} samples per prompt")
+    return samples_per_step // per_prompt
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--methods", nargs="*", default=list(METHODS), choices=METHODS)
     p.add_argument("--steps", type=int, default=60, help="training steps per method (same for all)")
-    p.add_argument("--prompts", type=int, default=4, help="prompts per step")
+    p.add_argument("--samples-per-step", type=int, default=64,
+                   help="generator samples per training step for every method (prompts per step follow from each config)")
     p.add_argument("--eval-n", type=int, default=512, help="held-out tasks for before/after (the eval stream's first n)")
     p.add_argument("--eval-draws", type=int, default=2, help="noise draws per evaluated task")
     p.add_argument("--fit-tasks", type=int, default=0,
@@ -150,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("overrides", nargs="*", help="extra key=value overrides applied to every method's config")
     args = p.parse_args(argv)
+    if any(o.startswith("trainer.batch_size=") for o in args.overrides):
+        p.error("trainer.batch_size is set per method from --samples-per-step; change that (or the method's samples per prompt)")
     torch.set_num_threads(args.threads)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -164,8 +179,9 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for method in args.methods:
         cfg = load_run_config(ROOT / "configs" / f"vvr_{method}.yaml", [
-            f"trainer.steps={args.steps}", f"trainer.batch_size={args.prompts}", "trainer.eval_batch_size=4",
-            f"trainer.output_dir={out / method}", "trainer.progress=true", *args.overrides])
+            f"trainer.steps={args.steps}", "trainer.eval_batch_size=4", f"trainer.output_dir={out / method}",
+            "trainer.progress=true", *args.overrides])
+        cfg.trainer.batch_size = prompts_per_step(cfg.algorithm, args.samples_per_step)
         for key in ("checkpoint",):
             cfg.generator[key] = str(ROOT / cfg.generator[key])
         for key in ("path", "eval_path"):
@@ -179,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
         counter = {"policy": 0, "reference": 0}
         count_rollout_samples(trainer, counter)
         trainer.reward = trainer.ctx.reward = CountingReward(trainer.reward)
-        print(f"== {method}: {args.steps} steps x {args.prompts} prompts")
+        print(f"== {method}: {args.steps} steps x {cfg.trainer.batch_size} prompts")
         start = time.perf_counter()
         trainer.train()
         seconds = time.perf_counter() - start
@@ -189,6 +205,7 @@ def main(argv: list[str] | None = None) -> int:
             feat_dist = (phi(x) - phi(x_ref)).norm(dim=1).mean().item()
         rmse = (x - x_ref).pow(2).mean().sqrt().item()
         row = {"method": method, "generator": cfg.generator["checkpoint"].rsplit("/", 1)[-1],
+               "prompts_per_step": cfg.trainer.batch_size,
                "acc_before": before["acc"].mean().item(), "acc_after": after["acc"].mean().item(),
                "acc_change_se": paired_se(after["acc"], before["acc"]),
                "soft_before": before["soft"].mean().item(), "soft_after": after["soft"].mean().item(),
@@ -199,17 +216,18 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(row)
         print(json.dumps(row))
     (out / "table.json").write_text(json.dumps(rows, indent=2) + "\n")
-    head = ("method", "generator", "acc before→after (±SE)", "soft before→after (±SE)", "gen samples (pol+ref)", "scored",
+    head = ("method", "generator", "prompts/step", "acc before→after (±SE)", "soft before→after (±SE)", "gen samples (pol+ref)", "scored",
             "conv-feat dist to ref", "pixel RMSE to ref", "s/step")
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
-        lines.append(f"| {r['method']} | {r['generator']} | {r['acc_before']:.3f} → {r['acc_after']:.3f} (±{r['acc_change_se']:.3f}) | "
+        lines.append(f"| {r['method']} | {r['generator']} | {r['prompts_per_step']} | {r['acc_before']:.3f} → {r['acc_after']:.3f} (±{r['acc_change_se']:.3f}) | "
                      f"{r['soft_before']:.3f} → {r['soft_after']:.3f} (±{r['soft_change_se']:.3f}) | {r['samples_total']} "
                      f"({r['samples_policy']}+{r['samples_reference']}) | {r['scored']} | {r['feat_dist_to_ref']:.3f} | "
                      f"{r['pixel_rmse_to_ref']:.3f} | {r['sec_per_step']:.2f} |")
     table = "\n".join(lines)
     (out / "table.md").write_text(table + "\n")
-    print(f"\n{what} x {args.eval_draws} noise draws; steps per method: {args.steps}; prompts per step: {args.prompts}\n")
+    print(f"\n{what} x {args.eval_draws} noise draws; steps per method: {args.steps}; "
+          f"generator samples per step: {args.samples_per_step}\n")
     print(table)
     return 0
 

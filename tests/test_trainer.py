@@ -4,6 +4,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -115,3 +116,19 @@ def test_bf16_mixed_precision_step_runs_and_keeps_fp32_master_weights(tmp_path):
     metrics = trainer.train_step()
     assert torch.isfinite(torch.tensor(metrics["loss"]))
     assert all(p.dtype == torch.float32 for p in trainer.params)
+
+
+def test_image_preview_keeps_the_first_max_images(tmp_path):
+    from PIL import Image
+
+    from visalign.trainer import save_samples
+    from visalign.trainer.visuals import to_uint8_images
+
+    images = torch.rand(100, 3, 8, 8) * 2 - 1
+    full = Image.open(save_samples(images, tmp_path / "full.png"))
+    capped = Image.open(save_samples(images, tmp_path / "capped.png", max_images=64))
+    scale = 128 // 8
+    assert full.size == (10 * 8 * scale, 10 * 8 * scale) and capped.size == (8 * 8 * scale, 8 * 8 * scale)
+    first, last_kept = to_uint8_images(images[[0, 63]])
+    assert (np.asarray(capped)[0, 0] == first[0, 0]).all()
+    assert (np.asarray(capped)[-1, -1] == last_kept[-1, -1]).all()

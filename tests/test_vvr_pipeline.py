@@ -86,19 +86,26 @@ def _pipeline(name: str):
 
 
 def test_compare_pipeline_counts_one_budget_for_every_method(tmp_path: Path) -> None:
-    """``pipelines/vvr_compare.py`` runs every method for the same steps and prompts and counts what each drew."""
-    rc = _pipeline("vvr_compare").main(["--steps", "1", "--prompts", "2", "--eval-n", "8", "--eval-draws", "2",
-                                        "--out", str(tmp_path), "trainer.progress=false"])
+    """``pipelines/vvr_compare.py`` runs every method for the same steps and sample budget and counts what each drew."""
+    rc = _pipeline("vvr_compare").main(["--steps", "1", "--eval-n", "8", "--eval-draws", "2", "--out", str(tmp_path),
+                                        "trainer.progress=false"])
     assert rc == 0
     rows = {r["method"]: r for r in json.loads((tmp_path / "table.json").read_text())}
     assert set(rows) == {"rwtd", "festdpo", "rwr", "flow_grpo"}
-    for method in ("rwtd", "festdpo", "rwr"):
-        assert rows[method]["samples_total"] == 1 * 2 * 16, (method, rows[method])
-    assert rows["rwtd"]["samples_policy"] == rows["rwtd"]["samples_reference"] == 16
+    for method, row in rows.items():
+        assert row["samples_total"] == 64, (method, row)
+    assert rows["rwtd"]["prompts_per_step"] == 1 and rows["rwr"]["prompts_per_step"] == 4
+    assert rows["rwtd"]["samples_policy"] == rows["rwtd"]["samples_reference"] == 32
     for r in rows.values():
         assert 0 <= r["acc_before"] <= 1 and 0 <= r["acc_after"] <= 1 and r["acc_change_se"] >= 0
         assert r["sec_per_step"] > 0
     assert "| rwtd |" in (tmp_path / "table.md").read_text()
+
+
+def test_compare_pipeline_rejects_a_budget_a_method_cannot_split(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="not a multiple of rwtd's 64 samples per prompt"):
+        _pipeline("vvr_compare").main(["--steps", "1", "--samples-per-step", "48", "--methods", "rwtd",
+                                       "--eval-n", "2", "--out", str(tmp_path)])
 
 
 def test_compare_fit_mode_trains_and_scores_tasks_the_checkpoint_solves_sometimes(tmp_path: Path) -> None:
@@ -112,6 +119,13 @@ def test_compare_fit_mode_trains_and_scores_tasks_the_checkpoint_solves_sometime
     assert len(trained_on) == 1
     (row,) = json.loads((tmp_path / "table.json").read_text())
     assert row["method"] == "festdpo" and row["acc_before"] > 0  # the selected tasks are solved some of the time
+
+
+def test_shipped_fit_tasks_are_what_the_selection_picks(tmp_path: Path) -> None:
+    """``tasks_fit.jsonl`` (the demo's tasks) is reproduced by ``vvr_compare.learnable_tasks``: the 16 of the first
+    384 training tasks the shipped one-step checkpoint solves most often within 10-60% of 16 draws."""
+    picked = _pipeline("vvr_compare").learnable_tasks(tmp_path, 16, 384)
+    assert picked.read_text() == (ONE_STEP / "tasks_fit.jsonl").read_text()
 
 
 @pytest.mark.parametrize("pairs", ["8", "0"], ids=["precomputed-pairs", "fresh-teacher-samples"])

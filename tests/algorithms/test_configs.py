@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from visalign.algorithms import FestDPO, FlowGRPO, RewardBackprop, RWR, RWTD
-from visalign.core import ConfigError, build_algorithm
+from visalign.core import ConfigError, PromptBatch, build_algorithm
 from visalign.core.algorithm import TrainContext
 from visalign.core.reward import FunctionReward
 from visalign.generators import ToyOneStepGenerator
@@ -64,3 +64,26 @@ def test_reward_feature_space_needs_a_features_method():
     algo = RWTD.from_config({"features": "reward"})
     with pytest.raises(ValueError, match="features\\(\\) method"):
         algo.setup(_ctx(reward))
+
+
+@pytest.mark.parametrize("name,settings", [
+    ("rwtd", {"num_current": 6, "num_reference": 4, "features": "conv"}),
+    ("festdpo", {"num_samples": 4, "num_pairs": 3, "pair_source": "reference", "features": "conv"}),
+    ("festdpo", {"num_samples": 4, "num_pairs": 3, "pair_source": "policy", "features": "conv"}),
+    ("rwr", {"num_samples": 5}),
+])
+def test_samples_per_prompt_counts_what_a_rollout_draws(image_generator, name, settings):
+    """``config.samples_per_prompt`` is the budget unit comparisons split by; it must match the generators' draws."""
+    algorithm = build_algorithm({"name": name, **settings})
+    reference = image_generator.frozen_copy()
+    drawn = {"rows": 0}
+    for gen in (image_generator, reference):
+        def counted(noise, prompts, _forward=gen.forward):
+            drawn["rows"] += noise.shape[0]
+            return _forward(noise, prompts)
+        gen.forward = counted
+    ctx = TrainContext(image_generator, reference, FunctionReward(lambda x, p, m: x.mean((1, 2, 3)), name="brightness"), torch.device("cpu"))
+    algorithm.setup(ctx)
+    with torch.no_grad():
+        algorithm.rollout(ctx, PromptBatch(["a", "b"]), torch.Generator().manual_seed(0))
+    assert drawn["rows"] == 2 * algorithm.config.samples_per_prompt

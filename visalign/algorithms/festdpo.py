@@ -85,6 +85,15 @@ class FestDPOConfig:
         check(self.bandwidth_anneal >= 1.0, f"festdpo.bandwidth_anneal (initial bandwidth factor) must be >= 1, got {self.bandwidth_anneal}")
         check(self.bandwidth_anneal_steps >= 0, f"festdpo.bandwidth_anneal_steps must be >= 0, got {self.bandwidth_anneal_steps}")
 
+    @property
+    def samples_per_prompt(self) -> int:
+        """Generator samples one rollout draws per prompt: 2 x ``num_pairs`` pair candidates (none for
+        ``dataset`` pairs) and ``num_samples`` KDE centres from the reference, plus ``num_samples`` from the policy
+        unless the policy's pair candidates already supply its logged rewards."""
+        pairs = 0 if self.pair_source == "dataset" else 2 * self.num_pairs
+        policy = 0 if self.pair_source == "policy" else self.num_samples
+        return pairs + self.num_samples + policy
+
 
 class PreferencePairs(PromptSource):
     """Offline pairs for ``pair_source: dataset``: winners[i] ≻ losers[i] under prompts[i] (sample tensors)."""

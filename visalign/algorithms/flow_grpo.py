@@ -38,6 +38,11 @@ class FlowGRPOConfig:
         check(self.kl_beta >= 0, f"flow_grpo.kl_beta must be >= 0, got {self.kl_beta}")
         check(self.updates_per_rollout >= 1, "flow_grpo.updates_per_rollout must be >= 1")
 
+    @property
+    def samples_per_prompt(self) -> int:
+        """SDE trajectories one rollout draws per prompt."""
+        return self.group_size
+
 
 def step_stats(model: FlowMatchingGenerator, latents: torch.Tensor, sigmas: torch.Tensor, step: int, cond, noise_level: float):
     """(mean, std) of SDE transition ``step`` under ``model`` (differentiable through the velocity)."""

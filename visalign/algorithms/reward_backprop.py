@@ -26,6 +26,11 @@ class RewardBackpropConfig:
         check(self.anchor_weight >= 0, f"reward_backprop.anchor_weight must be >= 0, got {self.anchor_weight}")
         check(self.truncate_steps is None or self.truncate_steps >= 1, "reward_backprop.truncate_steps must be >= 1 or null")
 
+    @property
+    def samples_per_prompt(self) -> int:
+        """Generator samples one step draws per prompt."""
+        return self.num_samples
+
 
 def truncated_generate(model: FlowMatchingGenerator, noise: torch.Tensor, cond, keep: int) -> torch.Tensor:
     """Euler ODE with gradients only through the last ``keep`` steps."""

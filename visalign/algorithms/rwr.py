@@ -31,6 +31,11 @@ class RWRConfig:
         check(self.num_samples >= 2, f"rwr.num_samples must be >= 2 per prompt, got {self.num_samples}")
         check(self.exploration_std > 0, f"rwr.exploration_std must be > 0, got {self.exploration_std}")
 
+    @property
+    def samples_per_prompt(self) -> int:
+        """Generator samples one rollout draws per prompt."""
+        return self.num_samples
+
 
 @register_algorithm("rwr")
 class RWR(Algorithm):

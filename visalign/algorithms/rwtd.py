@@ -56,6 +56,11 @@ class RWTDConfig:
         check(0 < self.step_size <= 1, f"rwtd.step_size (η) must be in (0, 1], got {self.step_size}")
         check(self.updates_per_rollout >= 1, "rwtd.updates_per_rollout must be >= 1")
 
+    @property
+    def samples_per_prompt(self) -> int:
+        """Generator samples one rollout draws per prompt (policy + reference)."""
+        return self.num_current + self.num_reference
+
 
 @register_algorithm("rwtd")
 class RWTD(Algorithm):

@@ -22,6 +22,7 @@ from .config import TrainerConfig
 from .visuals import plot_reward_curve, save_samples
 
 METRICS_FILE = "metrics.jsonl"
+PREVIEW_IMAGES = 64  # before/after grids show the first 64 evaluated samples
 
 
 def step_generator(seed: int, step: int, rank: int, micro: int = 0, stream: int = 0) -> torch.Generator:
@@ -233,7 +234,7 @@ class Trainer:
         self.policy.train()
         metrics = {k: float(v) for k, v in metrics.items()}
         if save and tag and samples is not None and acc.is_main_process:
-            save_samples(samples, self.output_dir / "samples" / f"{tag}.png", batch.prompts)
+            save_samples(samples, self.output_dir / "samples" / f"{tag}.png", batch.prompts, max_images=PREVIEW_IMAGES)
         if log:
             self._log(metrics)
         return {"step": self.step, **metrics}

@@ -37,8 +37,9 @@ def image_grid(images: Sequence[np.ndarray], cols: int | None = None, scale: int
     return grid.resize((grid.width * scale, grid.height * scale), Image.NEAREST) if scale > 1 else grid
 
 
-def save_samples(samples: Any, path: Path, prompts: Sequence[str] | None = None) -> Path | None:
-    """Save a preview: an image grid, a scatter plot for 2-D points, or a JSONL of texts."""
+def save_samples(samples: Any, path: Path, prompts: Sequence[str] | None = None, max_images: int | None = None) -> Path | None:
+    """Save a preview: an image grid (of the first ``max_images`` images, if given), a scatter plot for 2-D
+    points, or a JSONL of texts."""
     path.parent.mkdir(parents=True, exist_ok=True)
     if isinstance(samples, dict):
         samples = next((v for v in samples.values() if isinstance(v, torch.Tensor) and v.dim() >= 4), None)
@@ -53,7 +54,7 @@ def save_samples(samples: Any, path: Path, prompts: Sequence[str] | None = None)
     if isinstance(samples, torch.Tensor) and samples.dim() == 2:
         return _scatter(samples, path)
     if isinstance(samples, torch.Tensor) and samples.dim() in (4, 5):
-        images = to_uint8_images(samples)
+        images = to_uint8_images(samples[:max_images])
         scale = max(1, 128 // images[0].shape[0])
         image_grid(images, scale=scale).save(path)
         return path
@@ -77,7 +78,8 @@ def _scatter(points: torch.Tensor, path: Path) -> Path:
 
 
 def plot_reward_curve(history: Sequence[dict[str, float]], path: Path, keys: Sequence[str] = ("reward/mean", "eval/reward_mean")) -> Path:
-    """Plot the given metric keys against ``step``."""
+    """Plot the given metric keys against ``step``; long per-step series get a trailing moving average on top,
+    since a step's reward over a few prompts is noisy."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -88,7 +90,13 @@ def plot_reward_curve(history: Sequence[dict[str, float]], path: Path, keys: Seq
         pts = [(h["step"], h[key]) for h in history if key in h]
         if pts:
             xs, ys = zip(*pts)
-            ax.plot(xs, ys, marker="o" if len(pts) < 30 else None, ms=3, label=key)
+            if len(pts) < 30:
+                ax.plot(xs, ys, marker="o", ms=3, label=key)
+                continue
+            line, = ax.plot(xs, ys, alpha=0.3, lw=0.8)
+            window = max(5, len(pts) // 15)
+            avg = np.convolve(ys, np.ones(window), "valid") / window
+            ax.plot(xs[window - 1:], avg, color=line.get_color(), label=f"{key} (mean of {window})")
     ax.set_xlabel("step")
     ax.set_ylabel("reward")
     ax.grid(alpha=0.3)
