@@ -98,6 +98,7 @@ def test_two_process_cpu_run_gathers_rewards_and_keeps_ranks_identical(tmp_path)
     assert result["gathered_rewards"][:8] == pytest.approx(result["local_rewards"])
     assert result["samples_seen"] == 3 * 8 * 2
     assert result["max_param_diff"] == 0.0
+    assert not [name for name in result["threads_after_close"] if "gloo" in name], "close() left the process group alive"
 
 
 @pytest.mark.parametrize("schedule", ["cosine", "linear"])

@@ -1,6 +1,7 @@
 """Run under ``accelerate launch --multi_gpu --num_processes 2`` with ACCELERATE_USE_CPU=1 (gloo on CPU)."""
 import json
 import sys
+from pathlib import Path
 
 import torch
 import torch.distributed as dist
@@ -12,6 +13,11 @@ from visalign.trainer import Trainer, TrainerConfig
 
 sys.path.insert(0, __file__.rsplit("/tests/", 1)[0])
 from tests.conftest import ShiftTowardReward  # noqa: E402
+
+
+def native_thread_names() -> list[str]:
+    """Names of this process's OS threads (Linux), to see whether the process group's workers were stopped."""
+    return [(task / "comm").read_text().strip() for task in Path("/proc/self/task").glob("*")]
 
 
 def main(out_path: str) -> None:
@@ -26,6 +32,7 @@ def main(out_path: str) -> None:
     flat = torch.cat([p.detach().flatten() for p in trainer.policy.parameters()])
     copies = [torch.zeros_like(flat) for _ in range(acc.num_processes)]
     dist.all_gather(copies, flat)
+    trainer.close()
     if acc.is_main_process:
         result = {
             "num_processes": acc.num_processes,
@@ -33,10 +40,10 @@ def main(out_path: str) -> None:
             "local_rewards": local.tolist(),
             "samples_seen": metrics[-1]["samples_seen"],
             "max_param_diff": max((c - copies[0]).abs().max().item() for c in copies),
+            "threads_after_close": native_thread_names(),
         }
         with open(out_path, "w") as f:
             json.dump(result, f)
-    trainer.close()
 
 
 if __name__ == "__main__":

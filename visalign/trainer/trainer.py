@@ -21,6 +21,12 @@ from . import state as ckpt
 from .config import TrainerConfig
 from .visuals import plot_reward_curve, save_samples
 
+if torch.distributed.is_available():
+    # torch.distributed.nn binds the default process group as a default argument when it is first imported (accelerate
+    # imports it in ``prepare``). Imported after the group exists, it keeps the group alive past destroy_process_group,
+    # and gloo's threads then abort the process at exit now and then. Imported here, before any group, it holds none.
+    import torch.distributed.nn  # noqa: F401
+
 METRICS_FILE = "metrics.jsonl"
 PREVIEW_IMAGES = 64  # before/after grids show the first 64 evaluated samples
 
@@ -144,14 +150,8 @@ class Trainer:
 
     def close(self) -> None:
         """End trackers and the process group (call once at the end of a script, as ``visalign train`` does)."""
-        import time
-
-        acc = self.accelerator
-        acc.wait_for_everyone()
-        is_main, distributed = acc.is_main_process, acc.num_processes > 1
-        acc.end_training()
-        if distributed and is_main:
-            time.sleep(1.0)  # rank 0 hosts the TCPStore; exiting first can abort the other ranks' teardown
+        self.accelerator.wait_for_everyone()
+        self.accelerator.end_training()
 
     def train_step(self) -> dict[str, float]:
         """One optimizer step (with grad accumulation and ``algorithm.updates_per_rollout`` updates)."""
