@@ -101,6 +101,32 @@ def test_two_process_cpu_run_gathers_rewards_and_keeps_ranks_identical(tmp_path)
     assert not [name for name in result["threads_after_close"] if "gloo" in name], "close() left the process group alive"
 
 
+IMPORT_ORDER_PROBE = """
+import sys, warnings
+import torch.distributed as dist
+def create_group():
+    dist.init_process_group("gloo", init_method="file://" + sys.argv[1], rank=0, world_size=1)
+if sys.argv[2] == "group-first":
+    create_group()
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    import visalign.trainer
+if sys.argv[2] == "import-first":
+    create_group()
+dist.destroy_process_group()
+print(sum("imported after the process group" in str(w.message) for w in caught))
+"""
+
+
+@pytest.mark.parametrize("order, warnings_expected", [("import-first", 0), ("group-first", 1)])
+def test_importing_the_trainer_after_the_process_group_warns(tmp_path, order, warnings_expected):
+    """Imported after the group exists, the trainer cannot keep torch.distributed.nn from pinning it; it says so."""
+    proc = subprocess.run([sys.executable, "-c", IMPORT_ORDER_PROBE, str(tmp_path / "store"), order],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert int(proc.stdout.strip().splitlines()[-1]) == warnings_expected
+
+
 @pytest.mark.parametrize("schedule", ["cosine", "linear"])
 def test_lr_schedules_warm_up_then_decay_to_the_floor(schedule):
     from visalign.trainer.trainer import lr_factor

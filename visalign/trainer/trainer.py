@@ -5,6 +5,8 @@ import copy
 import json
 import math
 import shutil
+import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,13 @@ if torch.distributed.is_available():
     # torch.distributed.nn binds the default process group as a default argument when it is first imported (accelerate
     # imports it in ``prepare``). Imported after the group exists, it keeps the group alive past destroy_process_group,
     # and gloo's threads then abort the process at exit now and then. Imported here, before any group, it holds none.
+    if "torch.distributed.nn" not in sys.modules and torch.distributed.is_initialized():
+        warnings.warn(
+            "visalign.trainer was imported after the process group was created, so Trainer.close() cannot free it and "
+            "the process may abort at exit; import visalign.trainer before creating the Accelerator",
+            RuntimeWarning,
+            stacklevel=2,
+        )
     import torch.distributed.nn  # noqa: F401
 
 METRICS_FILE = "metrics.jsonl"
