@@ -12,7 +12,7 @@ _add_builtin_loader(_builtins.load)
 
 _EXPORTS = {
     **{name: "visalign.core" for name in (
-        "Policy", "Generator", "FlowModel", "SDETrajectory", "Reward", "Algorithm", "Evaluation", "OwnedModel",
+        "Policy", "Generator", "FlowModel", "AudioVideoFlowModel", "SDETrajectory", "Reward", "Algorithm", "Evaluation", "OwnedModel",
         "TrainContext", "PromptBatch", "Rollout", "PromptSource", "PromptList", "modality_of",
         "Unconditional", "FunctionReward", "WeightedReward", "ConfigError", "register_reward", "register_algorithm",
         "register_generator", "register_prompt_source", "get_reward", "build_reward", "build_generator",

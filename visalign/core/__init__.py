@@ -14,6 +14,7 @@ _EXPORTS = {
     **{name: "flow" for name in ("FlowModel", "SDETrajectory", "flow_sigmas")},
     **{name: "generator" for name in ("GENERATORS", "Generator", "build_generator", "load_generator", "register_generator")},
     "Policy": "policy",
+    **{name: "audio_video" for name in ("AudioVideoFlowModel", "MODALITIES")},
     **{name: "reward" for name in ("REWARDS", "FunctionReward", "Reward", "WeightedReward", "build_reward", "get_reward",
                                    "register_reward", "score")},
     **{name: "prompts" for name in ("PROMPT_SOURCES", "PromptList", "PromptSource", "Unconditional", "build_prompt_source",
