@@ -1,6 +1,7 @@
 """A whole run from one YAML: generator + reward + algorithm + prompts + trainer."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -59,4 +60,5 @@ def build_trainer(config: RunConfig, callbacks: Sequence[Any] = ()):
         prompts = build_prompt_source(config.prompts)
     except (KeyError, TypeError) as exc:
         raise ConfigError(str(exc).strip('"')) from exc
-    return Trainer(policy, algorithm, reward, prompts, config.trainer, eval_reward=eval_reward, callbacks=callbacks)
+    return Trainer(policy, algorithm, reward, prompts, config.trainer, eval_reward=eval_reward, callbacks=callbacks,
+                   run_config=dataclasses.asdict(config))

@@ -8,7 +8,10 @@ from pathlib import Path
 from typing import Any, ClassVar, Sequence
 
 import torch
+from safetensors import SafetensorError
 
+from .errors import CheckpointError, UnknownNameError
+from .integrity import read_json, safetensors_error, verify_folder, write_manifest
 from .policy import Policy
 from .registry import Registry
 from .types import Samples
@@ -109,6 +112,7 @@ class Generator(Policy):
         path.mkdir(parents=True, exist_ok=True)
         (path / CONFIG_FILE).write_text(json.dumps({"type": self.name, "config": self.config_dict()}, indent=2))
         save_model(self, str(path / WEIGHTS_FILE))
+        write_manifest(path)
         return path
 
     @classmethod
@@ -119,8 +123,11 @@ class Generator(Policy):
         model = cls.from_config(meta.get("config") or {})
         weights = path / WEIGHTS_FILE
         if not weights.is_file():
-            raise FileNotFoundError(f"generator checkpoint {path} has no {WEIGHTS_FILE}")
-        load_model(model, str(weights), device=str(map_location))
+            raise CheckpointError(f"generator checkpoint {path} has no {WEIGHTS_FILE}")
+        try:
+            load_model(model, str(weights), device=str(map_location))
+        except SafetensorError as exc:
+            raise safetensors_error(weights, exc) from exc
         return model
 
     @classmethod
@@ -136,14 +143,23 @@ class Generator(Policy):
 
 
 def load_generator(path: str | Path, map_location: str | torch.device = "cpu") -> Generator:
-    """Load any registered generator from a folder written by ``save_pretrained`` (safetensors only, no pickle)."""
+    """Load any registered generator from a folder written by ``save_pretrained`` (safetensors only, no pickle).
+
+    Files listed in the folder's ``manifest.json`` are checked against their sha256 first (errors name the file)."""
     path = Path(path)
     config_path = path / CONFIG_FILE
     if not config_path.is_file():
         hint = " (a diffusers pipeline folder: pass it as the adapter's `path`)" if (path / "model_index.json").is_file() else ""
         raise FileNotFoundError(f"no generator checkpoint at {path} (missing {CONFIG_FILE}){hint}")
-    meta = json.loads(config_path.read_text())
-    return GENERATORS.get(meta["type"]).load_checkpoint(path, meta, map_location)
+    verify_folder(path, required=False, what="generator checkpoint")
+    meta = read_json(config_path, "generator config")
+    if not isinstance(meta, dict) or not isinstance(meta.get("type"), str):
+        raise CheckpointError(f"{config_path} has no generator 'type'")
+    try:
+        cls = GENERATORS.get(meta["type"])
+    except UnknownNameError as exc:
+        raise CheckpointError(f"{config_path}: {exc}") from exc
+    return cls.load_checkpoint(path, meta, map_location)
 
 
 def build_generator(config: dict[str, Any]) -> Generator:

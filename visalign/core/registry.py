@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Generic, TypeVar
 
+from .errors import UnknownNameError
+
 T = TypeVar("T")
 
 _BUILTIN_LOADERS: list[Callable[[], None]] = []
@@ -73,7 +75,7 @@ class Registry(Generic[T]):
             self._load_plugins()
         if name not in self._entries:
             known = ", ".join(self.names()) or "(none)"
-            raise KeyError(f"unknown {self.kind} {name!r}; known: {known}")
+            raise UnknownNameError(f"unknown {self.kind} {name!r}; known: {known}")
         return self._entries[name]
 
     def build(self, name: str, **kwargs: Any) -> T:

@@ -1,6 +1,7 @@
 """Trainer configuration (mirrored by the ``trainer:`` section of the YAML configs)."""
 from __future__ import annotations
 
+import math
 from dataclasses import InitVar, dataclass
 from typing import Literal
 
@@ -39,6 +40,7 @@ class TrainerConfig:
                                  factory=lambda: ["tensorboard"])
     cpu: bool = option(False, "force the CPU even when an accelerator is present")
     resume_from: str | None = option(None, "checkpoint folder to resume from, or 'latest'")
+    overwrite: bool = option(False, "write into a non-empty output_dir that is not resumed (its files are replaced)")
     progress: bool = option(True, "show a tqdm progress bar")
     batch_size: InitVar[int | None] = None
 
@@ -49,7 +51,15 @@ class TrainerConfig:
         check(self.steps >= 0, f"trainer.steps must be >= 0, got {self.steps}")
         check(self.prompts_per_step >= 1, f"trainer.prompts_per_step must be >= 1, got {self.prompts_per_step}")
         check(self.grad_accum >= 1, f"trainer.grad_accum must be >= 1, got {self.grad_accum}")
-        check(self.learning_rate > 0, f"trainer.learning_rate must be > 0, got {self.learning_rate}")
+        check(math.isfinite(self.learning_rate) and self.learning_rate > 0,
+              f"trainer.learning_rate must be a finite number > 0, got {self.learning_rate}")
+        for name, value in (("weight_decay", self.weight_decay), ("min_lr_ratio", self.min_lr_ratio),
+                            ("max_grad_norm", self.max_grad_norm), *zip(("adam_betas[0]", "adam_betas[1]"), self.adam_betas)):
+            check(value is None or math.isfinite(value), f"trainer.{name} must be finite, got {value}")
+        check(self.weight_decay >= 0, f"trainer.weight_decay must be >= 0, got {self.weight_decay}")
+        check(all(0 <= b < 1 for b in self.adam_betas), f"trainer.adam_betas must be in [0, 1), got {self.adam_betas}")
+        check(self.seed >= 0, f"trainer.seed must be >= 0, got {self.seed}")
+        check(self.eval_seed >= 0, f"trainer.eval_seed must be >= 0, got {self.eval_seed}")
         check(self.max_grad_norm is None or self.max_grad_norm > 0, "trainer.max_grad_norm must be > 0 or null")
         check(self.ema_decay is None or 0 < self.ema_decay < 1, f"trainer.ema_decay must be in (0, 1), got {self.ema_decay}")
         for name, value in (("eval_every", self.eval_every), ("save_every", self.save_every),

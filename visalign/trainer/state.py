@@ -2,14 +2,20 @@
 from __future__ import annotations
 
 import json
+import os
 import random
+import shutil
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+from safetensors import SafetensorError
 from safetensors.torch import load_file, load_model, save_file, save_model
 from torch import nn
+
+from ..core.errors import CheckpointError
+from ..core.integrity import read_json, safetensors_error, verify_folder, write_manifest, write_text_atomic
 
 
 def split_state(state: dict[str, Any], prefix: str = "") -> tuple[dict[str, torch.Tensor], Any]:
@@ -61,18 +67,61 @@ def load_state_dict(path: Path) -> dict[str, Any]:
     tensor_file, json_file = path.with_suffix(".safetensors"), path.with_suffix(".json")
     for f in (tensor_file, json_file):
         if not f.is_file():
-            raise FileNotFoundError(f"checkpoint is missing {f}")
-    return join_state(load_file(str(tensor_file)), json.loads(json_file.read_text()))
+            raise CheckpointError(f"checkpoint is missing {f}")
+    skeleton = read_json(json_file, "checkpoint file")
+    try:
+        tensors = load_file(str(tensor_file))
+    except SafetensorError as exc:
+        raise safetensors_error(tensor_file, exc) from exc
+    return join_state(tensors, skeleton)
 
 
 def save_module(module: nn.Module, path: Path) -> None:
     save_model(module, str(path))
 
 
+def write_json(value: Any, path: Path) -> None:
+    path.write_text(json.dumps(value))
+
+
+def write_text(text: str, path: Path) -> None:
+    path.write_text(text)
+
+
+def publish(tmp: Path, path: Path) -> None:
+    """Rename the finished folder ``tmp`` to ``path``; a folder already there (another run's) is replaced."""
+    if path.exists():
+        old = path.with_name(f".replaced_{path.name}")
+        shutil.rmtree(old, ignore_errors=True)
+        os.replace(path, old)
+        os.replace(tmp, path)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(tmp, path)
+
+
+def point_latest(folder: Path, name: str) -> None:
+    """Atomically make ``folder/latest`` name checkpoint ``name``."""
+    write_text_atomic(folder / "latest", name)
+
+
+def seal(folder: Path) -> None:
+    """Record the sha256 of every file of a finished checkpoint folder (its manifest); written after the last file."""
+    write_manifest(folder)
+
+
+def verify(folder: Path) -> None:
+    """A :class:`CheckpointError` naming the file unless ``folder`` is a complete checkpoint with intact files."""
+    verify_folder(folder, required=True, what="checkpoint")
+
+
 def load_module(module: nn.Module, path: Path) -> None:
     if not path.is_file():
-        raise FileNotFoundError(f"checkpoint is missing {path}")
-    missing, unexpected = load_model(module, str(path), strict=False, device=str(next(module.parameters()).device))
+        raise CheckpointError(f"checkpoint is missing {path}")
+    try:
+        missing, unexpected = load_model(module, str(path), strict=False, device=str(next(module.parameters()).device))
+    except SafetensorError as exc:
+        raise safetensors_error(path, exc) from exc
     if missing or unexpected:
         raise RuntimeError(f"{path} does not match the model: missing {sorted(missing)[:5]}, unexpected {sorted(unexpected)[:5]}")
 

@@ -2,10 +2,13 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import math
+import os
 import shutil
 import sys
+import uuid
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +20,9 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from ..core.algorithm import Algorithm, TrainContext
+from ..core.config import ConfigError
+from ..core.errors import CheckpointError
+from ..core.integrity import read_json, write_text_atomic
 from ..core.policy import Policy
 from ..core.prompts import PromptSource
 from ..core.reward import Reward
@@ -24,6 +30,7 @@ from ..core.types import PromptBatch, Rollout
 from . import state as ckpt
 from .callbacks import TrainerCallback
 from .config import TrainerConfig
+from .lock import RunLock
 from .visuals import plot_reward_curve, save_samples
 
 if torch.distributed.is_available():
@@ -40,6 +47,8 @@ if torch.distributed.is_available():
     import torch.distributed.nn  # noqa: F401
 
 METRICS_FILE = "metrics.jsonl"
+CONFIG_FILE = "config.yaml"  # the resolved run config, in the output folder and in every checkpoint
+RUN_FILE = "run.json"  # a checkpoint's run id, step, parts and optimiser settings (compared on resume)
 PREVIEW_IMAGES = 64  # before/after grids show the first 64 evaluated samples
 
 
@@ -71,6 +80,7 @@ class TrainedModel:
     scheduler: torch.optim.lr_scheduler.LambdaLR
     max_grad_norm: float | None
     ema: Any = None
+    ema_decay: float | None = None
 
     def ema_swap(self):
         """Context: the EMA weights in place of the trained ones (a no-op without EMA)."""
@@ -110,7 +120,10 @@ class Trainer:
         eval_reward: Reward | None = None,
         accelerator: Any = None,
         callbacks: Sequence[TrainerCallback] = (),
+        run_config: dict[str, Any] | None = None,
     ) -> None:
+        """``run_config`` is the resolved run config (``build_trainer`` passes it), saved as ``config.yaml`` into the
+        output folder and every checkpoint; without it, the trainer section and the parts' names are saved."""
         from accelerate import Accelerator
         from accelerate.utils import ProjectConfiguration
 
@@ -147,6 +160,9 @@ class Trainer:
         self.step = 0
         self.samples_seen = 0
         self.history: list[dict[str, float]] = []
+        self.run_id = uuid.uuid4().hex  # marks this run's checkpoints, so pruning never touches another run's
+        self.run_config = _plain(run_config) if run_config is not None else None
+        self._check_output_dir()
         if cfg.resume_from:
             self.load_checkpoint(self._resolve_checkpoint(cfg.resume_from))
 
@@ -163,7 +179,25 @@ class Trainer:
             from diffusers.training_utils import EMAModel
 
             ema = EMAModel(params, decay=ema_decay)
-        return TrainedModel(module, params, self.accelerator.prepare(optimizer), scheduler, max_grad_norm, ema)
+        return TrainedModel(module, params, self.accelerator.prepare(optimizer), scheduler, max_grad_norm, ema, ema_decay)
+
+    def _check_output_dir(self) -> None:
+        """Refuse an output folder that cannot be written, or that holds files while neither resuming nor overwriting."""
+        cfg, out = self.config, self.output_dir
+        if self.accelerator.is_main_process:
+            try:
+                out.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise ConfigError(f"trainer.output_dir {out} cannot be created ({exc.strerror or exc})") from exc
+            if not os.access(out, os.W_OK | os.X_OK):
+                raise ConfigError(f"trainer.output_dir {out} is not writable")
+            entries = sorted(p.name for p in out.iterdir())
+            if entries and not (cfg.resume_from or cfg.overwrite):
+                shown = ", ".join(entries[:5]) + (", ..." if len(entries) > 5 else "")
+                raise ConfigError(
+                    f"trainer.output_dir {out} is not empty ({shown}); continue that run with trainer.resume_from=latest, "
+                    "write over it with trainer.overwrite=true (visalign train --overwrite), or choose another folder")
+        self.accelerator.wait_for_everyone()
 
     @property
     def params(self) -> list[nn.Parameter]:
@@ -185,10 +219,24 @@ class Trainer:
     # ------------------------------------------------------------------ loop
     def train(self) -> dict[str, float]:
         """Run until ``config.steps``; returns the final metrics summary (also written to ``summary.json``) and saves
-        the policy (EMA weights if enabled) to ``output_dir/final`` for ``visalign sample`` / ``load_generator``."""
+        the policy (EMA weights if enabled) to ``output_dir/final`` for ``visalign sample`` / ``load_generator``.
+
+        The output folder is locked while the run writes to it (a second run into it fails with an error)."""
+        lock = RunLock(self.output_dir) if self.accelerator.is_main_process else None
+        if lock is not None:
+            lock.acquire()
+        try:
+            return self._train()
+        finally:
+            if lock is not None:
+                lock.release()
+
+    def _train(self) -> dict[str, float]:
         cfg, acc = self.config, self.accelerator
         if acc.is_main_process:
             self.output_dir.mkdir(parents=True, exist_ok=True)
+            write_text_atomic(self.output_dir / CONFIG_FILE, self._config_yaml())
+            self._truncate_metrics_file()
         if cfg.log_with:
             acc.init_trackers("visalign")
         for cb in self.callbacks:
@@ -209,8 +257,11 @@ class Trainer:
                 self.save_checkpoint()
         summary = self._evaluate(tag="after")
         if acc.is_main_process:
+            final, tmp = self.output_dir / "final", self.output_dir / ".tmp_final"
+            shutil.rmtree(tmp, ignore_errors=True)
             with self.trained.ema_swap():
-                self.policy.save_pretrained(self.output_dir / "final")
+                self.policy.save_pretrained(tmp)
+            ckpt.publish(tmp, final)
             plot_reward_curve(self.history, self.output_dir / "reward_curve.png")
             (self.output_dir / "summary.json").write_text(json.dumps(summary, indent=2))
         acc.wait_for_everyone()
@@ -372,56 +423,151 @@ class Trainer:
         return {"": self.trained, **{f"owned_{name}_": model for name, model in self.owned.items()}}
 
     def save_checkpoint(self, path: str | Path | None = None) -> Path:
-        """Policy, owned models, optimizers, schedulers, EMAs, algorithm state, RNG states and step —
-        safetensors + JSON only."""
+        """Policy, owned models, optimizers, schedulers, EMAs, algorithm state, RNG states, step, run config —
+        safetensors + JSON only.
+
+        Every file goes into a hidden temporary folder, sealed with a sha256 manifest, renamed into place; only then
+        does ``latest`` (replaced atomically) point at it, and only this run's older checkpoints are pruned. A write
+        interrupted at any point leaves the previous checkpoint and ``latest`` intact."""
         acc = self.accelerator
         path = Path(path) if path else self.output_dir / "checkpoints" / f"step_{self.step:06d}"
+        tmp = path.with_name(f".tmp_{path.name}")
         acc.wait_for_everyone()
         if acc.is_main_process:
-            path.mkdir(parents=True, exist_ok=True)
-            ckpt.save_module(self.policy, path / "policy.safetensors")
-            for prefix, model in self._models().items():
-                if prefix:
-                    ckpt.save_module(model.module, path / f"{prefix}model.safetensors")
-                ckpt.save_state_dict(model.optimizer.state_dict(), path / f"{prefix}optimizer")
-                (path / f"{prefix}scheduler.json").write_text(json.dumps(model.scheduler.state_dict()))
-                if model.ema is not None:
-                    ckpt.save_state_dict(model.ema.state_dict(), path / f"{prefix}ema")
-            ckpt.save_state_dict({"state": self.algorithm.state_dict()}, path / "algorithm_state")
-            (path / "trainer_state.json").write_text(json.dumps({"step": self.step, "samples_seen": self.samples_seen, "history": self.history}))
-            (path.parent / "latest").write_text(path.name)
-            self._prune_checkpoints(path.parent)
+            shutil.rmtree(tmp, ignore_errors=True)
+            tmp.mkdir(parents=True)
         acc.wait_for_everyone()
-        ckpt.save_state_dict(ckpt.rng_state(), path / f"rng_{acc.process_index}")
+        ckpt.save_state_dict(ckpt.rng_state(), tmp / f"rng_{acc.process_index}")
+        acc.wait_for_everyone()
+        if acc.is_main_process:
+            self._write_checkpoint_files(tmp)
+            ckpt.seal(tmp)
+            ckpt.publish(tmp, path)
+            ckpt.point_latest(path.parent, path.name)
+            self._prune_checkpoints(path.parent, keep=path)
         acc.wait_for_everyone()
         for cb in self.callbacks:
             cb.on_save(self, path)
         return path
 
+    def _write_checkpoint_files(self, folder: Path) -> None:
+        ckpt.save_module(self.policy, folder / "policy.safetensors")
+        for prefix, model in self._models().items():
+            if prefix:
+                ckpt.save_module(model.module, folder / f"{prefix}model.safetensors")
+            ckpt.save_state_dict(model.optimizer.state_dict(), folder / f"{prefix}optimizer")
+            ckpt.write_json(model.scheduler.state_dict(), folder / f"{prefix}scheduler.json")
+            if model.ema is not None:
+                ckpt.save_state_dict(model.ema.state_dict(), folder / f"{prefix}ema")
+        ckpt.save_state_dict({"state": self.algorithm.state_dict()}, folder / "algorithm_state")
+        ckpt.write_json({"step": self.step, "samples_seen": self.samples_seen, "history": self.history},
+                        folder / "trainer_state.json")
+        ckpt.write_text(self._config_yaml(), folder / CONFIG_FILE)
+        ckpt.write_json({"run_id": self.run_id, "step": self.step, "processes": self.accelerator.num_processes,
+                         **self._identity(), "models": self._model_settings()}, folder / RUN_FILE)
+
     def load_checkpoint(self, path: str | Path) -> None:
-        """Restore everything ``save_checkpoint`` wrote; the run continues exactly as if uninterrupted."""
+        """Restore everything ``save_checkpoint`` wrote; the run continues exactly as if uninterrupted.
+
+        The checkpoint must be complete with intact files (sha256 manifest) and come from the same algorithm, policy
+        class and reward; changed optimiser settings (learning rate, weight decay, betas, clipping, EMA decay) are
+        applied from the resume on, with a warning; EMA switched on or off is refused."""
         path = Path(path)
-        if not (path / "trainer_state.json").is_file():
-            raise FileNotFoundError(f"no training checkpoint at {path} (missing trainer_state.json)")
+        ckpt.verify(path)
+        info = read_json(path / RUN_FILE, "checkpoint file")
+        self._check_resumable(info, path)
+        rng_file = path / f"rng_{self.accelerator.process_index}"
+        if not rng_file.with_suffix(".json").is_file():
+            raise CheckpointError(f"checkpoint {path} has no RNG state for process {self.accelerator.process_index} "
+                                  f"(it was saved by {info.get('processes')} process(es); resume with as many)")
         ckpt.load_module(self.policy, path / "policy.safetensors")
         for prefix, model in self._models().items():
             if prefix:
                 ckpt.load_module(model.module, path / f"{prefix}model.safetensors")
-            model.optimizer.load_state_dict(ckpt.load_state_dict(path / f"{prefix}optimizer"))
-            model.scheduler.load_state_dict(json.loads((path / f"{prefix}scheduler.json").read_text()))
+            self._load_optimizer(model, path, prefix)
             if model.ema is not None:
                 model.ema.load_state_dict(ckpt.load_state_dict(path / f"{prefix}ema"))
+                model.ema.decay = model.ema_decay
         self.algorithm.load_state_dict(ckpt.load_state_dict(path / "algorithm_state")["state"])
-        state = json.loads((path / "trainer_state.json").read_text())
+        state = read_json(path / "trainer_state.json", "checkpoint file")
         self.step, self.samples_seen, self.history = state["step"], state["samples_seen"], state["history"]
-        rng_file = path / f"rng_{self.accelerator.process_index}"
-        if rng_file.with_suffix(".json").is_file():
-            ckpt.set_rng_state(ckpt.load_state_dict(rng_file))
-        if self.accelerator.is_main_process:
-            self._truncate_metrics_file()
+        ckpt.set_rng_state(ckpt.load_state_dict(rng_file))
+        self.run_id = info["run_id"]
+
+    def _identity(self) -> dict[str, Any]:
+        """What a resumed run must share with the checkpoint: algorithm, policy class, reward, which models have EMA."""
+        policy = type(self.policy)
+        return {"algorithm": self.algorithm.name, "policy": f"{policy.__module__}.{policy.__qualname__}",
+                "reward": self.reward.name,
+                "ema": sorted(self._model_label(prefix) for prefix, m in self._models().items() if m.ema is not None)}
+
+    def _model_settings(self) -> dict[str, dict[str, Any]]:
+        return {self._model_label(prefix): {"max_grad_norm": m.max_grad_norm, "ema_decay": m.ema_decay}
+                for prefix, m in self._models().items()}
+
+    @staticmethod
+    def _model_label(prefix: str) -> str:
+        return prefix.removeprefix("owned_").removesuffix("_") or "policy"
+
+    def _check_resumable(self, info: dict[str, Any], path: Path) -> None:
+        """Refuse a checkpoint of another algorithm, policy or reward, or one whose EMA this run would drop or invent."""
+        mine = self._identity()
+        for key, what in (("algorithm", "algorithm"), ("policy", "policy (generator) class"), ("reward", "reward")):
+            if info.get(key) != mine[key]:
+                raise ConfigError(f"cannot resume {path}: it was trained with {what} {info.get(key)!r}, this run uses "
+                                  f"{mine[key]!r}; use the same {key} to resume, or start a new run in another "
+                                  "trainer.output_dir")
+        saved_ema, new_ema = set(info.get("ema", [])), set(mine["ema"])
+        if saved_ema - new_ema:
+            raise ConfigError(f"cannot resume {path}: it keeps EMA weights of {sorted(saved_ema - new_ema)} but this run "
+                              "has no EMA (trainer.ema_decay is null); set the EMA decay again to resume")
+        if new_ema - saved_ema:
+            raise ConfigError(f"cannot resume {path}: it has no EMA weights of {sorted(new_ema - saved_ema)} but this run "
+                              "asks for EMA (trainer.ema_decay); resume without EMA or start a new run")
+        for label, now in self._model_settings().items():
+            before = info.get("models", {}).get(label, {})
+            for key, value in now.items():
+                if key in before and before[key] != value:
+                    self._warn_changed(path, label, key, before[key], value)
+
+    @staticmethod
+    def _warn_changed(path: Path, label: str, key: str, before: Any, after: Any) -> None:
+        where = "trainer" if label == "policy" else f"owned model {label!r}"
+        warnings.warn(f"resuming {path}: {where} {key} changed from {before!r} to {after!r}; the new value applies "
+                      "from the resumed step on", UserWarning, stacklevel=4)
+
+    def _load_optimizer(self, model: TrainedModel, path: Path, prefix: str) -> None:
+        """Load optimizer and schedule state, then re-apply this run's learning rate, weight decay and betas where
+        they differ from the checkpoint's (with a warning): the new settings win, as for every optimiser setting."""
+        groups = model.optimizer.param_groups
+        wanted = [{"initial_lr": g["initial_lr"], "weight_decay": g["weight_decay"], "betas": tuple(g["betas"])} for g in groups]
+        model.optimizer.load_state_dict(ckpt.load_state_dict(path / f"{prefix}optimizer"))
+        model.scheduler.load_state_dict(read_json(path / f"{prefix}scheduler.json", "checkpoint file"))
+        label = self._model_label(prefix)
+        for i, (group, new) in enumerate(zip(model.optimizer.param_groups, wanted)):
+            for key, value in new.items():
+                old = tuple(group[key]) if key == "betas" else group[key]
+                if old == value:
+                    continue
+                name = {"initial_lr": "learning_rate", "betas": "adam_betas"}.get(key, key)
+                self._warn_changed(path, label, name, old, value)
+                group[key] = value
+                if key == "initial_lr":
+                    model.scheduler.base_lrs[i] = value
+                    group["lr"] = value * model.scheduler.lr_lambdas[i](model.scheduler.last_epoch)
+        model.scheduler._last_lr = [g["lr"] for g in model.optimizer.param_groups]
+
+    def _config_yaml(self) -> str:
+        import yaml
+
+        config = self.run_config if self.run_config is not None else {
+            "trainer": _plain(dataclasses.asdict(self.config)), **self._identity(),
+            "eval_reward": self.eval_reward.name}
+        return yaml.safe_dump(config, sort_keys=False)
 
     def _truncate_metrics_file(self) -> None:
-        """Drop records written after the checkpoint so the file matches an uninterrupted run."""
+        """Make the metrics file hold exactly this run's records so far (after a resume: those up to the checkpoint,
+        as in an uninterrupted run; in a fresh run: none, so an overwritten folder never mixes two runs' logs)."""
         (self.output_dir / METRICS_FILE).write_text("".join(json.dumps(r) + "\n" for r in self.history))
 
     def _resolve_checkpoint(self, spec: str) -> Path:
@@ -430,12 +576,32 @@ class Trainer:
         latest = self.output_dir / "checkpoints" / "latest"
         if not latest.is_file():
             raise FileNotFoundError(f"resume_from=latest but {latest} does not exist")
-        return latest.parent / latest.read_text().strip()
+        target = latest.parent / latest.read_text().strip()
+        if not target.is_dir():
+            raise CheckpointError(f"{latest} points at {target}, which does not exist")
+        return target
 
-    def _prune_checkpoints(self, folder: Path) -> None:
-        steps = sorted(p for p in folder.glob("step_*") if p.is_dir())
-        for old in steps[: -self.config.keep_checkpoints]:
+    def _prune_checkpoints(self, folder: Path, keep: Path) -> None:
+        """Delete this run's checkpoints beyond ``keep_checkpoints`` (oldest first); never ``keep`` (the one just
+        written), never another run's."""
+        mine = []
+        for candidate in folder.glob("step_*"):
+            if candidate == keep or not candidate.is_dir():
+                continue
+            try:
+                info = json.loads((candidate / RUN_FILE).read_text())
+            except (OSError, ValueError):
+                continue
+            if isinstance(info, dict) and info.get("run_id") == self.run_id:
+                mine.append((info.get("step", -1), candidate))
+        mine.sort()
+        for _, old in mine[: max(0, len(mine) - (self.config.keep_checkpoints - 1))]:
             shutil.rmtree(old, ignore_errors=True)
+
+
+def _plain(value: Any) -> Any:
+    """Tuples to lists (recursively), so a config can be written as safe YAML."""
+    return json.loads(json.dumps(value, default=str))
 
 
 def _allow_new_precision(mixed_precision: str) -> None:
