@@ -14,7 +14,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
     from .run import build_trainer, load_run_config
 
-    config = load_run_config(args.config, args.overrides)
+    config = load_run_config(args.config, [*args.overrides, *(["trainer.overwrite=true"] if args.overwrite else [])])
     trainer = build_trainer(config)
     summary = trainer.train()
     if trainer.accelerator.is_main_process:
@@ -30,7 +30,20 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         print(f"error: demo config not found: {config}", file=sys.stderr)
         return 2
     overrides = [f"trainer.output_dir={args.out}", *args.overrides]
-    return _cmd_train(argparse.Namespace(config=config, overrides=overrides))
+    return _cmd_train(argparse.Namespace(config=config, overrides=overrides, overwrite=args.overwrite))
+
+
+def _at_least(minimum: int):
+    """argparse type: an integer >= ``minimum`` (argparse then reports a bad value as a usage error, exit 2)."""
+
+    def parse(text: str) -> int:
+        value = int(text)
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        return value
+
+    parse.__name__ = f"integer >= {minimum}"
+    return parse
 
 
 def _cmd_sample(args: argparse.Namespace) -> int:
@@ -39,6 +52,7 @@ def _cmd_sample(args: argparse.Namespace) -> int:
     from .core.generator import load_generator
     from .trainer.visuals import save_samples
 
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)  # an unwritable --out fails before any sampling
     generator = load_generator(args.checkpoint)
     prompts = list(args.prompt) if args.prompt else None
     if args.prompts_file:
@@ -95,20 +109,22 @@ def build_parser() -> argparse.ArgumentParser:
     train = sub.add_parser("train", help="train from a YAML config with key.path=value overrides")
     train.add_argument("config", help="YAML run config (sections: generator, reward, algorithm, prompts, trainer)")
     train.add_argument("overrides", nargs="*", help="overrides such as trainer.steps=200")
+    train.add_argument("--overwrite", action="store_true", help="write into a non-empty output folder (trainer.overwrite=true)")
     train.set_defaults(func=_cmd_train)
 
     demo = sub.add_parser("demo", help="the embedded demo: align the shipped tiny generator on CPU in minutes")
     demo.add_argument("--out", default="runs/demo", help="run folder (default: runs/demo)")
     demo.add_argument("--config", default=None, help=f"config to use instead of {DEMO_CONFIG.name}")
     demo.add_argument("overrides", nargs="*", help="overrides such as trainer.steps=50")
+    demo.add_argument("--overwrite", action="store_true", help="write into a non-empty --out folder (a previous demo's)")
     demo.set_defaults(func=_cmd_demo)
 
     sample = sub.add_parser("sample", help="draw samples from a generator checkpoint into an image grid")
     sample.add_argument("--checkpoint", required=True, help="folder written by Generator.save_pretrained")
     sample.add_argument("--prompt", action="append", help="a prompt (repeatable)")
     sample.add_argument("--prompts-file", help="text file with one prompt per line")
-    sample.add_argument("--n", type=int, default=16, help="number of samples for unconditional generators")
-    sample.add_argument("--seed", type=int, default=0)
+    sample.add_argument("--n", type=_at_least(1), default=16, help="number of samples for unconditional generators")
+    sample.add_argument("--seed", type=_at_least(0), default=0)
     sample.add_argument("--out", default="samples.png")
     sample.set_defaults(func=_cmd_sample)
 
@@ -119,17 +135,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run a command. Bad user input (config, file, flag, task; :class:`~visalign.core.errors.InputError` and
+    missing, unreadable or unwritable files) prints ``error: …`` and returns 2; any other exception is a bug and
+    keeps its traceback."""
     args = build_parser().parse_args(argv)
-    from .core.config import ConfigError
+    from .core.errors import InputError
 
-    input_errors: tuple[type[Exception], ...] = (ConfigError, FileNotFoundError)
-    if args.command == "bench" and args.bench_name == "vvr":
-        from .vvr.bench import BenchInputError
-
-        input_errors += (BenchInputError,)
     try:
         return args.func(args)
-    except input_errors as exc:
+    except (InputError, FileNotFoundError, PermissionError, NotADirectoryError, IsADirectoryError, FileExistsError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

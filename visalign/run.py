@@ -25,10 +25,53 @@ class RunConfig:
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
 
 
+PATH_KEYS = (("generator", "checkpoint"), ("generator", "path"), ("policy", "path"), ("prompts", "path"),
+             ("prompts", "eval_path"))
+
+
 def load_run_config(path: str | Path | None = None, overrides: Sequence[str] = ()) -> RunConfig:
-    """Read a YAML run config and apply ``key.path=value`` overrides; unknown keys raise ConfigError naming them."""
-    data = load_yaml(path) if path else {}
-    return from_dict(RunConfig, apply_overrides(data, overrides))
+    """Read a YAML run config and apply ``key.path=value`` overrides; unknown keys raise ConfigError naming them.
+
+    Relative paths written in the file are read relative to the file's folder (see :func:`resolve_config_paths`);
+    paths given as overrides are relative to the working directory. Overriding ``reward`` also makes it the
+    evaluation reward, unless ``eval_reward`` is overridden too (so ``reward=my.py:Cls`` is what gets reported)."""
+    data = resolve_config_paths(load_yaml(path), Path(path).resolve().parent) if path else {}
+    data = apply_overrides(data, overrides)
+    overridden = {item.partition("=")[0].split(".")[0] for item in overrides}
+    if "reward" in overridden and "eval_reward" not in overridden:
+        data["eval_reward"] = None
+    return from_dict(RunConfig, data)
+
+
+def resolve_config_paths(data: dict[str, Any], base: Path) -> dict[str, Any]:
+    """Rewrite relative paths of a config read from a file in folder ``base``: ``generator.checkpoint`` / ``path``,
+    ``policy.path``, ``prompts.path`` / ``eval_path`` and reward files (``file.py:Class``) become ``base / path``
+    where that exists, so a config runs from any working directory; others are left as written (relative to it)."""
+
+    def resolve(value: Any) -> Any:
+        if not isinstance(value, str) or not value or Path(value).is_absolute():
+            return value
+        candidate = base / value
+        return str(candidate) if candidate.exists() else value
+
+    def resolve_reward(spec: Any) -> Any:
+        if isinstance(spec, str) and ".py:" in spec:
+            file, _, attr = spec.rpartition(":")
+            return f"{resolve(file)}:{attr}"
+        if isinstance(spec, dict) and "name" in spec:
+            return {**spec, "name": resolve_reward(spec["name"])}
+        if isinstance(spec, list):
+            return [resolve_reward(item) for item in spec]
+        return spec
+
+    data = {key: dict(value) if isinstance(value, dict) else value for key, value in data.items()}
+    for section, key in PATH_KEYS:
+        if isinstance(data.get(section), dict) and key in data[section]:
+            data[section][key] = resolve(data[section][key])
+    for key in ("reward", "eval_reward"):
+        if key in data:
+            data[key] = resolve_reward(data[key])
+    return data
 
 
 def build_policy(config: dict[str, Any]):

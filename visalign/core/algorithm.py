@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
-from .config import check
+from .config import ConfigError, check
 from .policy import Policy
 from .registry import Registry
 from .reward import Reward, score
@@ -156,5 +156,5 @@ def build_algorithm(config: dict[str, Any] | str) -> Algorithm:
         config = {"name": config}
     config = dict(config)
     if "name" not in config:
-        raise ValueError(f"algorithm config needs a 'name' key, got keys {sorted(config)}")
+        raise ConfigError(f"algorithm config needs a 'name' key, got keys {sorted(config)}")
     return ALGORITHMS.get(config.pop("name")).from_config(config)

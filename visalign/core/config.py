@@ -9,10 +9,12 @@ from typing import Any, Literal, Sequence, TypeVar, get_args, get_origin, get_ty
 
 import yaml
 
+from .errors import InputError
+
 T = TypeVar("T")
 
 
-class ConfigError(ValueError):
+class ConfigError(InputError):
     """A config key is unknown, missing or has a bad value."""
 
 
@@ -20,7 +22,10 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"config file not found: {path}")
-    data = yaml.safe_load(path.read_text()) or {}
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path} is not valid YAML: {exc}") from exc
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: top level must be a mapping, got {type(data).__name__}")
     return data
@@ -42,7 +47,10 @@ def apply_overrides(data: dict[str, Any], overrides: Sequence[str]) -> dict[str,
             if not isinstance(child, dict):
                 raise ConfigError(f"override {item!r}: {part!r} is not a section")
             node = child
-        node[parts[-1]] = yaml.safe_load(raw)
+        try:
+            node[parts[-1]] = yaml.safe_load(raw)
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"override {item!r}: the value is not valid YAML ({exc})") from exc
     return data
 
 

@@ -10,6 +10,7 @@ from typing import Any, ClassVar, Sequence
 import torch
 from safetensors import SafetensorError
 
+from .config import ConfigError
 from .errors import CheckpointError, UnknownNameError
 from .integrity import read_json, safetensors_error, verify_folder, write_manifest
 from .policy import Policy
@@ -169,5 +170,5 @@ def build_generator(config: dict[str, Any]) -> Generator:
     if checkpoint:
         return load_generator(checkpoint)
     if "name" not in config:
-        raise ValueError(f"generator config needs 'name' or 'checkpoint', got keys {sorted(config)}")
+        raise ConfigError(f"generator config needs 'name' or 'checkpoint', got keys {sorted(config)}")
     return GENERATORS.get(config.pop("name")).from_config(config)

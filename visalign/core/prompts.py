@@ -6,6 +6,7 @@ from typing import Any, Sequence
 
 import torch
 
+from .config import ConfigError
 from .registry import Registry
 from .types import PromptBatch
 
@@ -75,9 +76,12 @@ def _read_prompt_file(path: str) -> tuple[list[str], list[dict[str, Any]]]:
         if not line.strip():
             continue
         if file.suffix == ".jsonl":
-            record = json.loads(line)
-            if "prompt" not in record:
-                raise ValueError(f"{file}:{i + 1}: JSONL prompt records need a 'prompt' field")
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ConfigError(f"{file}:{i + 1}: not valid JSON ({exc})") from exc
+            if not isinstance(record, dict) or "prompt" not in record:
+                raise ConfigError(f"{file}:{i + 1}: JSONL prompt records need a 'prompt' field")
             prompts.append(record.pop("prompt"))
             metadata.append(record)
         else:
@@ -93,16 +97,18 @@ def build_prompt_source(config: dict[str, Any] | None) -> PromptSource:
     config = dict(config or {"name": "unconditional"})
     name = config.pop("name", None)
     if name is None:
-        raise ValueError(f"prompts config needs a 'name' key, got keys {sorted(config)}")
+        raise ConfigError(f"prompts config needs a 'name' key, got keys {sorted(config)}")
     if name == "unconditional":
         return Unconditional()
     if name == "list":
         return PromptList(**config)
     if name == "file":
+        if "path" not in config:
+            raise ConfigError("prompts.path (a .txt or .jsonl prompt file) is required for prompts name 'file'")
         prompts, meta = _read_prompt_file(config.pop("path"))
         eval_prompts, eval_meta = _read_prompt_file(config.pop("eval_path")) if "eval_path" in config else (None, None)
         if config:
-            raise ValueError(f"unknown prompts.file key(s) {sorted(config)}")
+            raise ConfigError(f"unknown prompts.file key(s) {sorted(config)}")
         return PromptList(prompts, meta, eval_prompts, eval_meta)
     return PROMPT_SOURCES.build(name, **config)
 

@@ -1,14 +1,18 @@
 """Reward protocol, registry, plug-in loading, validation and weighted sums."""
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import sys
 from abc import ABC, abstractmethod
+from types import ModuleType
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import torch
 
+from .config import ConfigError
+from .errors import InputError
 from .registry import Registry
 from .types import Metadata, Samples, batch_size_of
 
@@ -38,6 +42,11 @@ class Reward(ABC):
 
 
 REWARDS: Registry[Reward] = Registry("reward", entry_point_group=ENTRY_POINT_GROUP)
+_PLUGIN_FILES: dict[Path, tuple[int, ModuleType]] = {}  # resolved path -> (mtime, module): each file runs once
+
+
+class RewardOutputError(InputError, TypeError):
+    """A reward returned something other than a finite float tensor of shape [batch] (names the reward)."""
 
 
 def register_reward(name: str) -> Callable[[type[Reward]], type[Reward]]:
@@ -60,15 +69,15 @@ class FunctionReward(Reward):
 def validate_rewards(rewards: Any, batch_size: int, name: str) -> torch.Tensor:
     """Check a reward's output: a float tensor of shape ``[batch_size]`` with finite values."""
     if not isinstance(rewards, torch.Tensor):
-        raise TypeError(f"reward {name!r} returned {type(rewards).__name__}, expected a torch.Tensor of shape [{batch_size}]")
+        raise RewardOutputError(f"reward {name!r} returned {type(rewards).__name__}, expected a torch.Tensor of shape [{batch_size}]")
     if rewards.shape != (batch_size,):
-        raise ValueError(f"reward {name!r} returned shape {tuple(rewards.shape)}, expected ({batch_size},)")
+        raise RewardOutputError(f"reward {name!r} returned shape {tuple(rewards.shape)}, expected ({batch_size},)")
     if not rewards.is_floating_point():
         rewards = rewards.float()
     bad = ~torch.isfinite(rewards.detach())
     if bad.any():
         idx = bad.nonzero().flatten().tolist()
-        raise ValueError(f"reward {name!r} returned non-finite values (NaN/inf) at batch indices {idx[:10]}")
+        raise RewardOutputError(f"reward {name!r} returned non-finite values (NaN/inf) at batch indices {idx[:10]}")
     return rewards
 
 
@@ -112,33 +121,55 @@ def load_reward_class(spec: str) -> type[Reward]:
     an entry point in group ``visalign.rewards``, or a registered name."""
     if ":" in spec:
         target, _, attr = spec.rpartition(":")
-        if target.endswith(".py"):
-            path = Path(target)
-            if not path.is_file():
-                raise FileNotFoundError(f"reward file not found: {path}")
-            module_name = f"visalign_plugin_{path.stem}_{abs(hash(str(path.resolve())))}"
-            module_spec = importlib.util.spec_from_file_location(module_name, path)
-            if module_spec is None or module_spec.loader is None:
-                raise ImportError(f"cannot import reward file {path}")
-            module = importlib.util.module_from_spec(module_spec)
-            sys.modules[module_name] = module
-            module_spec.loader.exec_module(module)
-        else:
-            module = importlib.import_module(target)
-        if not hasattr(module, attr):
-            raise AttributeError(f"{target} has no attribute {attr!r}")
-        cls = getattr(module, attr)
+        module = _plugin_file(Path(target)) if target.endswith(".py") else _plugin_module(target, spec)
+        if attr not in vars(module):
+            raise ConfigError(f"reward {spec!r}: {target} has no attribute {attr!r}")
+        cls = vars(module)[attr]
         if not (isinstance(cls, type) and issubclass(cls, Reward)) and not callable(cls):
-            raise TypeError(f"{spec} is neither a Reward subclass nor a callable")
+            raise ConfigError(f"reward {spec!r} is neither a Reward subclass nor a callable")
         return cls
     return REWARDS.get(spec)
+
+
+def _plugin_file(path: Path) -> ModuleType:
+    """Import a reward file once per resolved path (again only after it changed), under a name fixed by its path,
+    so a reward used twice (``reward`` and ``eval_reward``) is one class and its ``@register_reward`` runs once."""
+    if not path.is_file():
+        raise FileNotFoundError(f"reward file not found: {path}")
+    resolved = path.resolve()
+    mtime = resolved.stat().st_mtime_ns
+    cached = _PLUGIN_FILES.get(resolved)
+    if cached is not None and cached[0] == mtime:
+        return cached[1]
+    digest = hashlib.sha1(str(resolved).encode()).hexdigest()[:12]
+    module_name = f"visalign_plugin_{path.stem}_{digest}"
+    module_spec = importlib.util.spec_from_file_location(module_name, resolved)
+    if module_spec is None or module_spec.loader is None:
+        raise ConfigError(f"cannot import reward file {path}")
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[module_name] = module
+    module_spec.loader.exec_module(module)
+    _PLUGIN_FILES[resolved] = (mtime, module)
+    return module
+
+
+def _plugin_module(target: str, spec: str) -> ModuleType:
+    try:
+        return importlib.import_module(target)
+    except ModuleNotFoundError as exc:
+        if exc.name and (target == exc.name or target.startswith(exc.name + ".")):
+            raise ConfigError(f"reward {spec!r}: no module named {exc.name!r}") from exc
+        raise
 
 
 def get_reward(spec: str, **kwargs: Any) -> Reward:
     """Build a reward by registered name, entry point or ``file.py:Class`` spec."""
     cls = load_reward_class(spec)
     if isinstance(cls, type) and issubclass(cls, Reward):
-        return cls(**kwargs)
+        reward = cls(**kwargs)
+        if not reward.name:
+            reward.name = cls.__name__  # a plug-in class without @register_reward is named after itself
+        return reward
     result = cls(**kwargs) if kwargs else cls
     if isinstance(result, Reward):
         return result
@@ -154,7 +185,7 @@ def build_reward(config: Any) -> Reward:
     if isinstance(config, dict):
         config = dict(config)
         if "name" not in config:
-            raise ValueError(f"reward config needs a 'name' key, got keys {sorted(config)}")
+            raise ConfigError(f"reward config needs a 'name' key, got keys {sorted(config)}")
         config.pop("weight", None)
         return get_reward(config.pop("name"), **config)
     if isinstance(config, (list, tuple)):
@@ -163,4 +194,4 @@ def build_reward(config: Any) -> Reward:
             weight = float(item.get("weight", 1.0)) if isinstance(item, dict) else 1.0
             parts.append((build_reward(item), weight))
         return parts[0][0] if len(parts) == 1 and parts[0][1] == 1.0 else WeightedReward(parts)
-    raise TypeError(f"cannot build a reward from {type(config).__name__}")
+    raise ConfigError(f"cannot build a reward from {type(config).__name__} {config!r}")

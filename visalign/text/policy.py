@@ -10,9 +10,11 @@ from typing import Any, Sequence
 import torch
 from torch import nn
 
+from ..core.config import ConfigError
 from ..core.policy import Policy
 
 POLICY_FILE = "text_policy.json"
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
 
 
 @dataclass
@@ -81,6 +83,11 @@ class CausalLMPolicy(Policy):
         path = Path(path)
         if not path.is_dir():
             raise FileNotFoundError(f"causal LM folder not found: {path}")
+        if not (path / "config.json").is_file():
+            raise ConfigError(f"causal LM folder {path} has no config.json (not a saved transformers model)")
+        if not any((path / name).is_file() for name in TOKENIZER_FILES):
+            raise ConfigError(f"causal LM folder {path} has no tokenizer files (one of {', '.join(TOKENIZER_FILES)}); "
+                              "save the tokenizer next to the model (tokenizer.save_pretrained)")
         settings = json.loads((path / POLICY_FILE).read_text()) if (path / POLICY_FILE).is_file() else {}
         settings.update(kwargs)
         model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True)

@@ -5,20 +5,22 @@ Also runnable as ``python -m visalign.vvr.bench ...``.
 from __future__ import annotations
 
 import argparse
+import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
+from ..core.errors import InputError
 from .benchmark import SPLITS, load_split, read_tasks
 from .task import Task
 
-IMAGE_EXTS = (".png", ".jpg", ".jpeg", ".webp", ".bmp")
+IMAGE_EXTS = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff")
 MIN_SIZE, MAX_SIZE = 32, 4096
 
 
-class BenchInputError(ValueError):
+class BenchInputError(InputError):
     """Bad benchmark input (missing or extra image, wrong size or mode, unreadable file)."""
 
 
@@ -47,6 +49,10 @@ def _split_ids(args: argparse.Namespace) -> set[str] | None:
 def load_tasks(args: argparse.Namespace) -> list[Task]:
     if args.limit is not None and args.limit < 1:
         raise BenchInputError(f"--limit must be >= 1, got {args.limit}")
+    if args.seed < 0:
+        raise BenchInputError(f"--seed must be >= 0, got {args.seed}")
+    if args.batch_size < 1:
+        raise BenchInputError(f"--batch-size must be >= 1, got {args.batch_size}")
     tasks = read_tasks(args.tasks)[: args.limit] if args.tasks else load_split(args.split, args.limit)
     if not tasks:
         raise BenchInputError("no tasks to evaluate")
@@ -54,25 +60,30 @@ def load_tasks(args: argparse.Namespace) -> list[Task]:
 
 
 def load_image(path: Path) -> np.ndarray:
-    """Read one image as uint8 RGB; errors name the file."""
+    """Read one image as uint8 RGB; errors name the file. The size in the header is checked before any pixel is
+    decoded, so an oversized file or a decompression bomb costs no memory; a truncated file is named as such."""
     try:
-        with Image.open(path) as im:
-            im.load()
-            mode, size = im.mode, im.size
-            if mode not in ("RGB", "RGBA", "P"):
-                raise BenchInputError(f"{path}: image mode {mode!r} is not supported (need RGB, RGBA or palette)")
-            if im.mode != "RGB":
-                im = im.convert("RGBA")
-                bg = Image.new("RGB", im.size, (255, 255, 255))
-                bg.paste(im, mask=im.split()[3])
-                im = bg
-            arr = np.asarray(im, dtype=np.uint8).copy()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            with Image.open(path) as im:
+                w, h = im.size
+                if w != h or not MIN_SIZE <= w <= MAX_SIZE:
+                    raise BenchInputError(f"{path}: image is {w}x{h}; VVR needs square images between {MIN_SIZE} and "
+                                          f"{MAX_SIZE} px")
+                if im.mode not in ("RGB", "RGBA", "P"):
+                    raise BenchInputError(f"{path}: image mode {im.mode!r} is not supported (need RGB, RGBA or palette)")
+                im.load()
+                if im.mode != "RGB":
+                    im = im.convert("RGBA")
+                    bg = Image.new("RGB", im.size, (255, 255, 255))
+                    bg.paste(im, mask=im.split()[3])
+                    im = bg
+                return np.asarray(im, dtype=np.uint8).copy()
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as err:
+        raise BenchInputError(f"{path}: image is too large to decode safely ({err})") from err
     except (UnidentifiedImageError, OSError, SyntaxError) as err:
-        raise BenchInputError(f"{path}: cannot read image ({err})") from err
-    w, h = size
-    if w != h or not MIN_SIZE <= w <= MAX_SIZE:
-        raise BenchInputError(f"{path}: image is {w}x{h}; VVR needs square images between {MIN_SIZE} and {MAX_SIZE} px")
-    return arr
+        reason = "the file is truncated" if "truncated" in str(err) else "cannot read image"
+        raise BenchInputError(f"{path}: {reason} ({err})") from err
 
 
 def find_images(folder: str | Path, tasks: Sequence[Task], known_ids: set[str] | None) -> dict[str, Path]:
@@ -108,8 +119,9 @@ def _load_generator(spec: str) -> Any:
         return load_generator(path)
     if path.suffix in (".yaml", ".yml"):
         from ..core.config import load_yaml
+        from ..run import resolve_config_paths
 
-        cfg = load_yaml(path)
+        cfg = resolve_config_paths(load_yaml(path), path.resolve().parent)
         if not isinstance(cfg.get("generator"), dict):
             raise BenchInputError(f"{path}: config has no 'generator:' section")
         return build_generator(cfg["generator"])

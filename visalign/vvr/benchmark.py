@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
+from ..core.errors import InputError
 from .constraints import CONSTRAINT_NAMES
 from .sampler import generate_task
 from .task import TASK_VERSION, Task
@@ -107,7 +108,7 @@ def read_tasks(path: str | Path) -> list[Task]:
         try:
             tasks.append(Task.from_dict(json.loads(line)))
         except (ValueError, KeyError, TypeError) as err:
-            raise ValueError(f"{path}:{k}: bad VVR task: {err}") from err
+            raise InputError(f"{path}:{k}: bad VVR task: {err}") from err
     return tasks
 
 

@@ -6,6 +6,7 @@ from typing import Sequence
 
 import torch
 
+from ..core.errors import InputError
 from ..core.prompts import PromptSource, register_prompt_source
 from ..core.types import PromptBatch
 from .benchmark import EVAL_SEED_BASE, TRAIN_SEED_LIMIT, load_split, read_tasks
@@ -34,10 +35,10 @@ class VVRPromptSource(PromptSource):
 
             types = LOW_RES_TYPES
         if level not in LEVELS:
-            raise ValueError(f"VVR level must be one of {sorted(LEVELS)}, got {level}")
+            raise InputError(f"prompts.level: VVR level must be one of {sorted(LEVELS)}, got {level}")
         bad = [t for t in types or [] if t not in CONSTRAINT_NAMES]
         if bad:
-            raise ValueError(f"unknown VVR constraint types {bad}; known: {', '.join(CONSTRAINT_NAMES)}")
+            raise InputError(f"prompts.types: unknown VVR constraint types {bad}; known: {', '.join(CONSTRAINT_NAMES)}")
         self.level = level
         self.types = list(types) if types else list(CONSTRAINT_NAMES)
 
