@@ -95,7 +95,7 @@ def main() -> None:
         algo = TextGRPO(TextGRPOConfig(group_size=args.group_size, advantage=name))
         cfg = TrainerConfig(steps=args.rl_steps, prompts_per_step=args.prompts_per_step, learning_rate=args.lr, max_grad_norm=1.0,
                             eval_batch_size=len(eval_prompts), output_dir=str(out / name), seed=args.seed, log_with=[],
-                            cpu=True, progress=False)
+                            cpu=True, progress=False, overwrite=True)
         summary = Trainer(policy, algo, reward, task.prompt_source(), cfg).train()
         after = accuracy(policy, eval_prompts, eval_meta, reward)
         results[name] = {"after": after, "trainer_eval": summary.get("eval/reward_mean"), "seconds": round(time.time() - t, 1)}

@@ -41,7 +41,7 @@ def train(policy, algorithm, reward, reference, schedule, out: Path) -> float:
     steps, lr = schedule
     start = time.perf_counter()
     cfg = TrainerConfig(steps=steps, prompts_per_step=1, learning_rate=lr, lr_schedule="cosine", min_lr_ratio=0.1, log_with=[],
-                        progress=False, output_dir=str(out), max_grad_norm=None, eval_batch_size=8)
+                        progress=False, output_dir=str(out), max_grad_norm=None, eval_batch_size=8, overwrite=True)
     Trainer(policy, algorithm, reward, Unconditional(), cfg, reference=reference).train()
     return (time.perf_counter() - start) / max(steps, 1)
 

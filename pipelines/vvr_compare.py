@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     for method in args.methods:
         cfg = load_run_config(ROOT / "configs" / f"vvr_{method}.yaml", [
             f"trainer.steps={args.steps}", "trainer.eval_batch_size=4", f"trainer.output_dir={out / method}",
-            "trainer.progress=true", *args.overrides])
+            "trainer.progress=true", "trainer.overwrite=true", *args.overrides])
         cfg.trainer.prompts_per_step = prompts_per_step(cfg.algorithm, args.samples_per_step)
         for key in ("checkpoint",):
             cfg.generator[key] = str(ROOT / cfg.generator[key])

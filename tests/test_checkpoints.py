@@ -250,3 +250,27 @@ def test_resume_warns_about_and_applies_changed_optimiser_settings(tmp_path):
     assert group["lr"] == 2e-3 and group["weight_decay"] == 0.01 and resumed.ema.decay == 0.8
     resumed.train()
     assert train_records(tmp_path)[-1]["lr"] == 2e-3
+
+
+@pytest.mark.slow
+def test_two_process_save_and_resume_matches_an_uninterrupted_run(tmp_path):
+    import os
+    from pathlib import Path
+
+    script = Path(__file__).parent / "scripts" / "two_process_resume.py"
+    env = {**os.environ, "ACCELERATE_USE_CPU": "1", "OMP_NUM_THREADS": "1"}
+
+    def launch(name, run, steps, save_every, resume=""):
+        cmd = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2", "--num_machines",
+               "1", "--mixed_precision", "no", "--dynamo_backend", "no", str(script), str(tmp_path / f"{name}.json"),
+               str(tmp_path / run), str(steps), str(save_every), resume]
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return json.loads((tmp_path / f"{name}.json").read_text())["params"]
+
+    full = launch("full", "full", 4, 0)
+    launch("part", "part", 2, 2)
+    folder = checkpoint(tmp_path / "part", 2)
+    assert (folder / "rng_0.json").is_file() and (folder / "rng_1.json").is_file()
+    ckpt.verify(folder)
+    assert launch("resumed", "part", 4, 2, "latest") == full
