@@ -29,6 +29,11 @@ class Reward(ABC):
     @abstractmethod
     def __call__(self, samples: Samples, prompts: Sequence[str], metadata: Metadata) -> torch.Tensor: ...
 
+    def components(self) -> dict[str, torch.Tensor]:
+        """Per-component scores ``name -> Tensor[B]`` of the last call (for logging and multi-reward advantages);
+        empty for a single reward."""
+        return {}
+
 
 REWARDS: Registry[Reward] = Registry("reward")
 
@@ -92,6 +97,9 @@ class WeightedReward(Reward):
             self.last_components[reward.name] = value.detach()
             total = weight * value if total is None else total + weight * value
         return total
+
+    def components(self) -> dict[str, torch.Tensor]:
+        return dict(self.last_components)
 
 
 def load_reward_class(spec: str) -> type[Reward]:

@@ -1,4 +1,4 @@
 """Built-in rewards (registered by name): image statistics, CLIP score, VVR verifiers, analytic toy rewards."""
-from . import clip, image_stats, toy, vvr
+from . import aesthetic, clip, hps, image_reward, image_stats, pickscore, toy, vvr
 
-__all__ = ["clip", "image_stats", "toy", "vvr"]
+__all__ = ["aesthetic", "clip", "hps", "image_reward", "image_stats", "pickscore", "toy", "vvr"]
