@@ -29,7 +29,7 @@ class Reward(ABC):
     @abstractmethod
     def __call__(self, samples: Samples, prompts: Sequence[str], metadata: Metadata) -> torch.Tensor: ...
 
-    def components(self) -> dict[str, torch.Tensor]:
+    def component_scores(self) -> dict[str, torch.Tensor]:
         """Per-component scores ``name -> Tensor[B]`` of the last call (for logging and multi-reward advantages);
         empty for a single reward."""
         return {}
@@ -98,7 +98,7 @@ class WeightedReward(Reward):
             total = weight * value if total is None else total + weight * value
         return total
 
-    def components(self) -> dict[str, torch.Tensor]:
+    def component_scores(self) -> dict[str, torch.Tensor]:
         return dict(self.last_components)
 
 
