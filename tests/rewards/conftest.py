@@ -32,3 +32,10 @@ def image_reward_files(tmp_path_factory):
     torch.save(state, str(folder / "ImageReward.pt"))
     save_bert_tokenizer(folder / "bert")
     return folder / "ImageReward.pt", folder / "bert", state
+
+
+@pytest.fixture(scope="session")
+def llava_folder(tmp_path_factory):
+    from .tiny import save_tiny_llava
+
+    return save_tiny_llava(tmp_path_factory.mktemp("llava"))

@@ -79,3 +79,12 @@ def test_wrong_architecture_is_named(hps_files, tmp_path):
     other.write_text(json.dumps({**TINY_VIT_H, "embed_dim": 16}))
     with pytest.raises(ValueError, match="HPS_v2.1_compressed.pt"):
         build_reward({"name": "hpsv2", "path": str(weights), "model_config": str(other)})
+
+
+def test_hps_config_trains_one_step(hps_files, tmp_path):
+    from .test_train_configs import ROOT, train_one_step
+
+    config, weights = hps_files
+    records = train_one_step(ROOT / "configs" / "rewards" / "hpsv2.yaml", {"hps": weights, "hps_config": config},
+                             tmp_path / "hpsv2")
+    assert [r["step"] for r in records if "loss" in r] == [1]

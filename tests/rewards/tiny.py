@@ -88,3 +88,40 @@ def tiny_image_reward_checkpoint(seed: int = 0) -> dict[str, torch.Tensor]:
     out["blip.vision_proj.weight"] = torch.randn(8, TINY_BLIP_VISION["hidden_size"])
     out["blip.text_proj.weight"] = torch.randn(8, TINY_BLIP_TEXT["hidden_size"])
     return out
+
+
+VLM_WORDS = ["<pad>", "<unk>", "<s>", "</s>", "<image>", "USER:", "ASSISTANT:", "Yes", "No", "yes", "no", "Does", "this",
+             "image", "show", "a", "red", "circle", "blue", "square", "?", "Answer", "or", ".", "Is", "it", "true",
+             "that", "is", "left", "of", "the", "1", "2", "3", "4", "5", "Rate", "from", "to"]
+VLM_CHAT_TEMPLATE = (
+    "{% for m in messages %}{% if m['role'] == 'user' %}USER: {% for c in m['content'] %}{% if c['type'] == 'image' %}"
+    "<image> {% else %}{{ c['text'] }} {% endif %}{% endfor %}{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}ASSISTANT:{% endif %}"
+)
+
+
+def save_tiny_llava(folder: Path, seed: int = 0) -> Path:
+    """A LLaVA folder (CLIP vision tower + Llama, word-level tokenizer with a chat template) at toy width."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import CLIPImageProcessorPil, LlavaConfig, LlavaForConditionalGeneration, LlavaProcessor, PreTrainedTokenizerFast
+
+    torch.manual_seed(seed)
+    backend = Tokenizer(models.WordLevel(vocab={w: i for i, w in enumerate(VLM_WORDS)}, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    backend.add_special_tokens(["<pad>", "<unk>", "<s>", "</s>", "<image>"])
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, pad_token="<pad>", unk_token="<unk>", bos_token="<s>",
+                                        eos_token="</s>", extra_special_tokens={"image_token": "<image>"})
+    processor = LlavaProcessor(
+        image_processor=CLIPImageProcessorPil(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}),
+        tokenizer=tokenizer, patch_size=16, num_additional_image_tokens=1, vision_feature_select_strategy="default",
+        chat_template=VLM_CHAT_TEMPLATE)
+    config = LlavaConfig(
+        vision_config=dict(model_type="clip_vision_model", hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                           num_attention_heads=2, image_size=32, patch_size=16),
+        text_config=dict(model_type="llama", vocab_size=len(VLM_WORDS), hidden_size=32, intermediate_size=64,
+                         num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=128,
+                         pad_token_id=0, bos_token_id=2, eos_token_id=3),
+        image_token_index=4, vision_feature_select_strategy="default", vision_feature_layer=-1)
+    LlavaForConditionalGeneration(config).save_pretrained(str(folder))
+    processor.save_pretrained(str(folder))
+    return folder

@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..core.reward import register_reward
+from ..core.types import Metadata
 from .clip_backends import ClipBackend, HFClip, OpenClip
 from .clip_similarity import ClipSimilarityReward
 from .weights import load_state_dict, load_strict
@@ -56,7 +57,7 @@ class LaionAesthetic(ClipSimilarityReward):
         load_strict(self.head, state, path)
         self.head.eval().requires_grad_(False).to(self.device)
 
-    def score_frames(self, frames: torch.Tensor, prompts: Sequence[str]) -> torch.Tensor:
+    def score_frames(self, frames: torch.Tensor, prompts: Sequence[str], metadata: Metadata) -> torch.Tensor:
         embeds = self.embed_images(frames)
         if embeds.shape[-1] != self.head.layers[0].in_features:
             raise ValueError(f"aesthetic: CLIP embeddings have {embeds.shape[-1]} dims but the MLP expects "

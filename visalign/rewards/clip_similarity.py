@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from .clip_backends import ClipBackend
+from ..core.types import Metadata
 from .frames import FrameReward
 from .pixels import OPENAI_CLIP_MEAN, OPENAI_CLIP_STD, published_pixels
 
@@ -31,7 +32,7 @@ class ClipSimilarityReward(FrameReward):
         """Image embeddings of frames in [-1, 1] after the published preprocessing."""
         return self.backend.encode_image(published_pixels(frames, self.backend.image_size, self.mean, self.std))
 
-    def score_frames(self, frames: torch.Tensor, prompts: Sequence[str]) -> torch.Tensor:
+    def score_frames(self, frames: torch.Tensor, prompts: Sequence[str], metadata: Metadata) -> torch.Tensor:
         image = self.embed_images(frames)
         text = self.backend.encode_text(prompts).to(image.dtype)
         return self.scale * F.cosine_similarity(image, text, dim=-1)

@@ -1,6 +1,6 @@
 """Base for rewards that score RGB frames: images directly, videos frame by frame then pooled, in chunks.
 
-Subclasses implement ``score_frames(frames N×3×H×W in [-1, 1], prompts) -> Tensor[N]``; this class checks the
+Subclasses implement ``score_frames(frames N×3×H×W in [-1, 1], prompts, metadata) -> Tensor[N]``; this class checks the
 layout, moves the frames to the model's device, splits the batch into chunks of ``batch_size`` frames, pools the
 ``T`` frame scores of a video (``video_pool``: mean or min) and keeps them in ``last_frame_scores`` (B×T).
 """
@@ -35,16 +35,18 @@ class FrameReward(Reward):
         self.last_frame_scores: torch.Tensor | None = None
 
     @abstractmethod
-    def score_frames(self, frames: torch.Tensor, prompts: Sequence[str]) -> torch.Tensor:
+    def score_frames(self, frames: torch.Tensor, prompts: Sequence[str], metadata: Metadata) -> torch.Tensor:
         """Scores ``[N]`` of RGB frames ``N×3×H×W`` in [-1, 1] (on ``self.device``) against their prompts."""
 
     def __call__(self, samples: Samples, prompts: Sequence[str], metadata: Metadata) -> torch.Tensor:
         frames, per_sample = self._frames(samples)
         out_device = frames.device
         frame_prompts = [p for p in prompts for _ in range(per_sample)]
+        frame_meta = [m for m in metadata for _ in range(per_sample)]
         frames = frames.to(self.device)
-        chunks = [self.score_frames(frames[i:i + self.batch_size], frame_prompts[i:i + self.batch_size])
-                  for i in range(0, frames.shape[0], self.batch_size)]
+        size = self.batch_size
+        chunks = [self.score_frames(frames[i:i + size], frame_prompts[i:i + size], frame_meta[i:i + size])
+                  for i in range(0, frames.shape[0], size)]
         scores = torch.cat(chunks).float().view(-1, per_sample)
         self.last_frame_scores = scores.detach()
         pooled = scores.mean(1) if self.video_pool == "mean" else scores.amin(1)

@@ -16,6 +16,7 @@ from torch import nn
 
 from ..core.reward import register_reward
 from .aesthetic import AestheticMLP
+from ..core.types import Metadata
 from .frames import FrameReward
 from .pixels import OPENAI_CLIP_MEAN, OPENAI_CLIP_STD, published_pixels
 from .weights import load_state_dict, load_strict
@@ -120,7 +121,7 @@ class ImageReward(FrameReward):
         load_strict(self.model, convert_image_reward_state(load_state_dict(path)), path)
         self.model.eval().requires_grad_(False).to(self.device)
 
-    def score_frames(self, frames: torch.Tensor, prompts: Sequence[str]) -> torch.Tensor:
+    def score_frames(self, frames: torch.Tensor, prompts: Sequence[str], metadata: Metadata) -> torch.Tensor:
         pixels = published_pixels(frames, self.model.image_size, OPENAI_CLIP_MEAN, OPENAI_CLIP_STD)
         tokens = self.tokenizer(list(prompts), padding="max_length", truncation=True, max_length=MAX_PROMPT_TOKENS,
                                 return_tensors="pt").to(self.device)

@@ -93,6 +93,6 @@ class OCRReward(FrameReward):
         result, _ = self.engine(np.ascontiguousarray(rgb[:, :, ::-1]))  # rapidocr takes BGR arrays
         return "".join(text for _, text, conf in (result or []) if float(conf) >= self.min_confidence)
 
-    def score_frames(self, frames: torch.Tensor, prompts: Sequence[str]) -> torch.Tensor:
+    def score_frames(self, frames: torch.Tensor, prompts: Sequence[str], metadata: Metadata) -> torch.Tensor:
         values = [text_accuracy(self.read(f), target, self.case_sensitive) for f, target in zip(frames, prompts)]
         return torch.tensor(values, dtype=torch.float32)
