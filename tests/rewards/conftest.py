@@ -5,7 +5,7 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from .tiny import save_bert_tokenizer, save_tiny_hf_clip, tiny_image_reward_checkpoint
+from visalign.rewards.tiny_models import save_bert_tokenizer, save_tiny_hf_clip, tiny_image_reward_checkpoint
 
 
 @pytest.fixture(scope="session")
@@ -36,6 +36,6 @@ def image_reward_files(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def llava_folder(tmp_path_factory):
-    from .tiny import save_tiny_llava
+    from visalign.rewards.tiny_models import save_tiny_llava
 
     return save_tiny_llava(tmp_path_factory.mktemp("llava"))

@@ -10,7 +10,7 @@ from visalign.core import build_reward, score
 from visalign.rewards.image_reward import IMAGE_REWARD_MEAN, IMAGE_REWARD_STD, MAX_PROMPT_TOKENS, convert_image_reward_state
 from visalign.rewards.pixels import published_pixels
 
-from .tiny import TINY_BLIP_TEXT, TINY_BLIP_VISION
+from visalign.rewards.tiny_models import TINY_BLIP_TEXT, TINY_BLIP_VISION
 
 PROMPTS = ["a red circle", "the sign says cat"]
 

@@ -60,6 +60,7 @@ def test_multi_reward_exposes_raw_components_and_applies_calibration(tmp_path):
     total = score(plain, images, ["x"] * 6, [{}] * 6)
     comps = plain.component_scores()
     assert set(comps) == {"test_mean_pixel", "bright"}
+    assert plain.component_weights() == {"test_mean_pixel": 0.5, "bright": 2.0}
     assert torch.allclose(total, 0.5 * comps["test_mean_pixel"] + 2.0 * comps["bright"])
 
     calib = measure_calibration(comps)
@@ -90,10 +91,11 @@ def test_multi_reward_refuses_ambiguous_or_uncovered_setups(tmp_path):
 
 def test_weighted_reward_components_are_exposed_on_the_base_class():
     single = FunctionReward(lambda s, p, m: torch.zeros(len(p)), name="z")
-    assert single.component_scores() == {}
+    assert single.component_scores() == {} and single.component_weights() == {}
     pair = build_reward([{"name": "brightness", "weight": 1.0}, {"name": "color_match", "weight": 1.0}])
     score(pair, torch.zeros(2, 3, 4, 4), ["red", "red"], [{}, {}])
     assert set(pair.component_scores()) == {"brightness", "color_match"}
+    assert pair.component_weights() == {"brightness": 1.0, "color_match": 1.0}
 
 
 def test_calibrate_command_writes_a_file_multi_loads(tmp_path, capsys):

@@ -66,7 +66,7 @@ def test_gradients_reach_the_input_and_video_is_pooled_per_frame(spec, hf_clip_f
     if spec["name"] == "aesthetic":
         spec.update(path=str(aesthetic_weights / "head.safetensors"), clip_path=str(hf_clip_folder))
     elif spec["name"] == "image_reward":
-        from .tiny import TINY_BLIP_TEXT, TINY_BLIP_VISION
+        from visalign.rewards.tiny_models import TINY_BLIP_TEXT, TINY_BLIP_VISION
 
         spec.update(path=str(image_reward_files[0]), tokenizer_path=str(image_reward_files[1]),
                     vision=TINY_BLIP_VISION, text=TINY_BLIP_TEXT)

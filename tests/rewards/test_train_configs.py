@@ -8,7 +8,7 @@ import yaml
 
 from visalign.cli import main
 
-from .tiny import TINY_BLIP_TEXT, TINY_BLIP_VISION
+from visalign.rewards.tiny_models import TINY_BLIP_TEXT, TINY_BLIP_VISION
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = sorted((ROOT / "configs" / "rewards").glob("*.yaml"))

@@ -34,6 +34,10 @@ class Reward(ABC):
         empty for a single reward."""
         return {}
 
+    def component_weights(self) -> dict[str, float]:
+        """The weight of each component named in ``component_scores`` (empty for a single reward)."""
+        return {}
+
 
 REWARDS: Registry[Reward] = Registry("reward")
 
@@ -100,6 +104,9 @@ class WeightedReward(Reward):
 
     def component_scores(self) -> dict[str, torch.Tensor]:
         return dict(self.last_components)
+
+    def component_weights(self) -> dict[str, float]:
+        return {reward.name: weight for reward, weight in self.components}
 
 
 def load_reward_class(spec: str) -> type[Reward]:

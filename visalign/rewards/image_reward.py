@@ -29,19 +29,43 @@ PUBLISHED_VISION = dict(hidden_size=1024, intermediate_size=4096, num_hidden_lay
 PUBLISHED_TEXT = dict(vocab_size=30524, hidden_size=768, intermediate_size=3072, num_hidden_layers=12,
                       num_attention_heads=12, max_position_embeddings=512, layer_norm_eps=1e-12, hidden_act="gelu")
 
-_VISION_RENAMES = [
-    (r"^cls_token$", "embeddings.class_embedding"),
-    (r"^pos_embed$", "embeddings.position_embedding"),
-    (r"^patch_embed\.proj\.", "embeddings.patch_embedding."),
-    (r"^norm\.", "post_layernorm."),
-    (r"^blocks\.(\d+)\.norm1\.", r"encoder.layers.\1.layer_norm1."),
-    (r"^blocks\.(\d+)\.norm2\.", r"encoder.layers.\1.layer_norm2."),
-    (r"^blocks\.(\d+)\.attn\.qkv\.", r"encoder.layers.\1.self_attn.qkv."),
-    (r"^blocks\.(\d+)\.attn\.proj\.", r"encoder.layers.\1.self_attn.projection."),
-    (r"^blocks\.(\d+)\.mlp\.(fc[12])\.", r"encoder.layers.\1.mlp.\2."),
+_VISION_KEYS = [  # (published BLIP ViT name, transformers BlipVisionModel name); {i}: block, {p}: weight / bias
+    ("cls_token", "embeddings.class_embedding"),
+    ("pos_embed", "embeddings.position_embedding"),
+    ("patch_embed.proj.{p}", "embeddings.patch_embedding.{p}"),
+    ("norm.{p}", "post_layernorm.{p}"),
+    ("blocks.{i}.norm1.{p}", "encoder.layers.{i}.layer_norm1.{p}"),
+    ("blocks.{i}.norm2.{p}", "encoder.layers.{i}.layer_norm2.{p}"),
+    ("blocks.{i}.attn.qkv.{p}", "encoder.layers.{i}.self_attn.qkv.{p}"),
+    ("blocks.{i}.attn.proj.{p}", "encoder.layers.{i}.self_attn.projection.{p}"),
+    ("blocks.{i}.mlp.fc1.{p}", "encoder.layers.{i}.mlp.fc1.{p}"),
+    ("blocks.{i}.mlp.fc2.{p}", "encoder.layers.{i}.mlp.fc2.{p}"),
 ]
+_PREFIXES = [("blip.visual_encoder.", "vision."), ("blip.text_encoder.", "text."), ("mlp.", "head.")]
 _UNUSED_PREFIXES = ("blip.vision_proj.", "blip.text_proj.")  # BLIP's contrastive projections; the score skips them
 _BUFFERS = re.compile(r"position_ids$")
+
+
+def _template_regex(template: str) -> re.Pattern[str]:
+    pattern = re.escape(template).replace(r"\{i\}", r"(?P<i>\d+)").replace(r"\{p\}", r"(?P<p>weight|bias)")
+    return re.compile(pattern)
+
+
+def _rename(name: str, published_to_module: bool) -> str | None:
+    """One key across the two layouts, or None when it belongs to neither."""
+    for published_prefix, module_prefix in _PREFIXES:
+        source, target = (published_prefix, module_prefix) if published_to_module else (module_prefix, published_prefix)
+        if not name.startswith(source):
+            continue
+        rest = name[len(source):]
+        if source not in ("blip.visual_encoder.", "vision."):
+            return target + rest
+        for published, module in _VISION_KEYS:
+            src, dst = (published, module) if published_to_module else (module, published)
+            match = _template_regex(src).fullmatch(rest)
+            if match:
+                return target + dst.format(**match.groupdict())
+    return None
 
 
 def convert_image_reward_state(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -52,22 +76,24 @@ def convert_image_reward_state(state: dict[str, torch.Tensor]) -> dict[str, torc
     for key, value in state.items():
         if key.startswith(_UNUSED_PREFIXES) or _BUFFERS.search(key):
             continue
-        if key.startswith("blip.visual_encoder."):
-            rest = key[len("blip.visual_encoder."):]
-            for pattern, repl in _VISION_RENAMES:
-                if re.match(pattern, rest):
-                    out["vision." + re.sub(pattern, repl, rest)] = value
-                    break
-            else:
-                unknown.append(key)
-        elif key.startswith("blip.text_encoder."):
-            out["text." + key[len("blip.text_encoder."):]] = value
-        elif key.startswith("mlp."):
-            out["head." + key[len("mlp."):]] = value
-        else:
+        new = _rename(key, published_to_module=True)
+        if new is None:
             unknown.append(key)
+        else:
+            out[new] = value
     if unknown:
         raise ValueError(f"not an ImageReward checkpoint: unexpected keys {unknown[:5]}")
+    return out
+
+
+def to_published_layout(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The inverse of ``convert_image_reward_state`` (to save an ``ImageRewardModel`` as ImageReward.pt names)."""
+    out = {}
+    for key, value in state.items():
+        new = _rename(key, published_to_module=False)
+        if new is None:
+            raise ValueError(f"{key!r} is not an ImageRewardModel key")
+        out[new] = value
     return out
 
 

@@ -152,3 +152,6 @@ class MultiReward(WeightedReward):
                 value = self.calibration[label].apply(value)
             total = weight * value if total is None else total + weight * value
         return total
+
+    def component_weights(self) -> dict[str, float]:
+        return dict(self.weights)

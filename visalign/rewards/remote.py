@@ -45,6 +45,7 @@ class RemoteReward(Reward):
         self.timeout, self.retries, self.retry_wait, self.batch_size = timeout, retries, retry_wait, batch_size
         self.name = name or f"remote({self.url})"
         self.last_components: dict[str, torch.Tensor] = {}
+        self.weights: dict[str, float] = {}
 
     def __call__(self, samples: Samples, prompts: Sequence[str], metadata: Metadata) -> torch.Tensor:
         n = batch_size_of(samples)
@@ -57,7 +58,7 @@ class RemoteReward(Reward):
             except WireError as exc:
                 raise RemoteRewardError(f"remote reward {self.url}: cannot encode the batch: {exc}") from exc
             try:
-                values, components = decode_response(self._post(body), rows.stop - rows.start)
+                values, components, self.weights = decode_response(self._post(body), rows.stop - rows.start)
             except WireError as exc:
                 raise RemoteRewardError(f"remote reward {self.url} sent a malformed response: {exc}") from exc
             rewards.append(values)
@@ -68,6 +69,9 @@ class RemoteReward(Reward):
 
     def component_scores(self) -> dict[str, torch.Tensor]:
         return dict(self.last_components)
+
+    def component_weights(self) -> dict[str, float]:
+        return dict(self.weights)
 
     def _post(self, body: bytes) -> bytes:
         attempts = self.retries + 1

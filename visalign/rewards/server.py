@@ -92,7 +92,8 @@ class RewardServer:
     def score(self, samples: Any, prompts: list[str], metadata: list[dict[str, Any]]) -> bytes:
         with self._lock, torch.no_grad():
             rewards = score(self.reward, samples, prompts, metadata)
-            body = encode_response(rewards, self.reward.component_scores(), self.reward.name)
+            body = encode_response(rewards, self.reward.component_scores(), self.reward.name,
+                                   self.reward.component_weights())
             self.requests_scored += 1
         return body
 

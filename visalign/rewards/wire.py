@@ -103,14 +103,19 @@ def decode_request(data: bytes) -> tuple[Any, list[str], list[dict[str, Any]]]:
     return samples, prompts, metadata
 
 
-def encode_response(rewards: torch.Tensor, components: dict[str, torch.Tensor], name: str) -> bytes:
+def encode_response(rewards: torch.Tensor, components: dict[str, torch.Tensor], name: str,
+                    weights: dict[str, float] | None = None) -> bytes:
     tensors = {"rewards": rewards.float()}
     tensors.update({f"component/{k}": v.float() for k, v in components.items()})
-    return pack({"name": name}, tensors)
+    return pack({"name": name, "weights": dict(weights or {})}, tensors)
 
 
-def decode_response(data: bytes, batch_size: int) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+def decode_response(data: bytes, batch_size: int) -> tuple[torch.Tensor, dict[str, torch.Tensor], dict[str, float]]:
+    """``(rewards, component scores, component weights)`` of a response, validated."""
     header, tensors = unpack(data)
+    weights = header.get("weights", {})
+    if not isinstance(weights, dict) or not all(isinstance(v, (int, float)) for v in weights.values()):
+        raise WireError("response weights must map component names to numbers")
     if "rewards" not in tensors:
         raise WireError(f"response carries no 'rewards' tensor (got {sorted(tensors)})")
     extra = [k for k in tensors if k != "rewards" and not k.startswith("component/")]
@@ -121,7 +126,7 @@ def decode_response(data: bytes, batch_size: int) -> tuple[torch.Tensor, dict[st
             raise WireError(f"response tensor {key!r} has shape {tuple(tensor.shape)} / {tensor.dtype}; "
                             f"expected ({batch_size},) floats")
     components = {k[len("component/"):]: v for k, v in tensors.items() if k.startswith("component/")}
-    return tensors["rewards"], components
+    return tensors["rewards"], components, {str(k): float(v) for k, v in weights.items()}
 
 
 def error_body(message: str) -> bytes:
