@@ -100,7 +100,7 @@ class VLMJudge(FrameReward):
     def answer_scores(self, images: list[Any], questions: list[str]) -> torch.Tensor:
         """One score in [0, 1] per (image, question) pair, from the next-token distribution."""
         inputs = self.processor(images=images, text=[self._text(q) for q in questions], return_tensors="pt",
-                                padding=True).to(self.device)
+                                padding=True).to(self.device, dtype=self.model.dtype)  # casts only float inputs
         logits = self.model(**inputs).logits
         last = inputs["attention_mask"].cumsum(1).argmax(1)  # the last real token, whichever side pads
         probs = logits[torch.arange(logits.shape[0], device=logits.device), last].float().softmax(-1)
