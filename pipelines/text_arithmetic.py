@@ -93,7 +93,7 @@ def main() -> None:
         t = time.time()
         policy = CausalLMPolicy.from_pretrained(warm)
         algo = TextGRPO(TextGRPOConfig(group_size=args.group_size, advantage=name))
-        cfg = TrainerConfig(steps=args.rl_steps, batch_size=args.prompts_per_step, learning_rate=args.lr, max_grad_norm=1.0,
+        cfg = TrainerConfig(steps=args.rl_steps, prompts_per_step=args.prompts_per_step, learning_rate=args.lr, max_grad_norm=1.0,
                             eval_batch_size=len(eval_prompts), output_dir=str(out / name), seed=args.seed, log_with=[],
                             cpu=True, progress=False)
         summary = Trainer(policy, algo, reward, task.prompt_source(), cfg).train()

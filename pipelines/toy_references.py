@@ -39,7 +39,7 @@ def main() -> None:
     for name, gen in (("one_step_ring", one), ("flow_ring", flow)):
         gen.eval().save_pretrained(out / name)
         with torch.no_grad():
-            x = gen.sample(2000, generator=torch.Generator().manual_seed(7))
+            x = gen.sample(n=2000, generator=torch.Generator().manual_seed(7))
         print(f"{name}: MMD to the ring {mmd_rbf(x, data):.4f} -> {out / name}")
 
 

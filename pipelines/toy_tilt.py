@@ -40,7 +40,7 @@ def train(policy, algorithm, reward, reference, schedule, out: Path) -> float:
     """Shared Trainer, ``schedule`` = (steps, peak lr) with cosine decay to 0.1·lr; returns seconds per step."""
     steps, lr = schedule
     start = time.perf_counter()
-    cfg = TrainerConfig(steps=steps, batch_size=1, learning_rate=lr, lr_schedule="cosine", min_lr_ratio=0.1, log_with=[],
+    cfg = TrainerConfig(steps=steps, prompts_per_step=1, learning_rate=lr, lr_schedule="cosine", min_lr_ratio=0.1, log_with=[],
                         progress=False, output_dir=str(out), max_grad_norm=None, eval_batch_size=8)
     Trainer(policy, algorithm, reward, Unconditional(), cfg, reference=reference).train()
     return (time.perf_counter() - start) / max(steps, 1)
@@ -81,7 +81,7 @@ def main() -> None:
     def target_sampler(reference, r):
         def sample(n, g):
             seed = int(torch.randint(0, 2**31 - 1, (1,), generator=g))
-            return tilted_reference_sample(lambda k, gg: reference.sample(k, generator=gg), r, beta, n, seed=seed)[0]
+            return tilted_reference_sample(lambda k, gg: reference.sample(n=k, generator=gg), r, beta, n, seed=seed)[0]
         return sample
 
     evals = {}
@@ -95,8 +95,8 @@ def main() -> None:
     def measure(policy, family):
         ref, target, floor, floor_sw, reward = evals[family]
         with torch.no_grad():
-            x = policy.sample(N_EVAL, generator=torch.Generator().manual_seed(2))
-            x_ref = ref.sample(N_EVAL, generator=torch.Generator().manual_seed(3))
+            x = policy.sample(n=N_EVAL, generator=torch.Generator().manual_seed(2))
+            x_ref = ref.sample(n=N_EVAL, generator=torch.Generator().manual_seed(3))
         return {"mmd": mmd_rbf(x, target), "mmd_floor": floor[0], "sw2": sliced_w2(x, target), "sw2_floor": floor_sw[0],
                 "reward": float(reward(x).mean()), "target_reward": float(reward(target).mean()),
                 "mmd_to_reference": mmd_rbf(x, x_ref)}, x

@@ -10,8 +10,8 @@ steps: 4 prompts).
 
 Columns: VVR accuracy before / after (all-satisfied rate and mean soft reward on the evaluated tasks, ``--eval-n``
 of the held-out stream or the fit tasks, x ``--eval-draws`` noise draws; same noise and prompts before and after, so the change
-comes with a paired standard error), generator samples used in training (counted by wrapping the policy and reference), images
-the reward scored, the distance of the aligned model's outputs to the reference's for the same noise + prompts (mean
+comes with a paired standard error), generator samples used in training (counted by the trainer's ``SampleCounter``
+callback through the policy's and reference's draw hooks), images the reward scored in rollouts, the distance of the aligned model's outputs to the reference's for the same noise + prompts (mean
 L2 in the frozen random conv feature space ``conv``, and pixel RMSE), and wall time per training step.
 
 Two questions, two modes. Held-out (default): does alignment on the training tasks carry over to unseen tasks?
@@ -40,60 +40,13 @@ from visalign.core.prompts import _read_prompt_file
 from visalign.features import build_features
 from visalign.rewards.vvr import VVRReward
 from visalign.run import build_trainer, load_run_config
+from visalign.trainer import SampleCounter
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from pipelines.vvr_pretrain import easy_tasks  # noqa: E402
 
 METHODS = ("rwtd", "festdpo", "rwr", "flow_grpo")
-
-
-def count_rollout_samples(trainer, counter: dict[str, int]) -> None:
-    """Count the samples the policy and the reference generate inside ``algorithm.rollout`` (the training draws;
-    the gradient recomputation in ``loss`` and the evaluations are not counted). Rows of every no-grad ``forward``
-    (one-step and ODE sampling) or ``sample_sde`` call (Flow-GRPO trajectories)."""
-    active = {"on": False}
-    for key, gen in (("policy", trainer.policy), ("reference", trainer.reference)):
-        if gen is None:
-            continue
-        for name in ("forward", "sample_sde"):
-            fn = getattr(gen, name, None)
-            if fn is None:
-                continue
-
-            def wrapped(*args, _fn=fn, _key=key, **kwargs):
-                noise = args[0] if args else kwargs.get("noise")
-                if active["on"] and isinstance(noise, torch.Tensor):
-                    counter[_key] += int(noise.shape[0])
-                return _fn(*args, **kwargs)
-
-            setattr(gen, name, wrapped)
-    rollout = trainer.algorithm.rollout
-
-    def counted_rollout(*args, **kwargs):
-        active["on"] = True
-        try:
-            return rollout(*args, **kwargs)
-        finally:
-            active["on"] = False
-
-    trainer.algorithm.rollout = counted_rollout
-
-
-class CountingReward:
-    """Passes through to the VVR reward and counts scored images."""
-
-    def __init__(self, inner) -> None:
-        self.inner = inner
-        self.count = 0
-        self.differentiable = False
-
-    def __call__(self, samples, prompts, metadata):
-        self.count += len(prompts)
-        return self.inner(samples, prompts, metadata)
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
 
 
 @torch.no_grad()
@@ -103,7 +56,7 @@ def outputs(gen, prompts: list[str], seed: int = 99) -> torch.Tensor:
     g = torch.Generator().manual_seed(seed)
     for i in range(0, len(prompts), 64):
         ps = prompts[i:i + 64]
-        out.append(gen.sample(len(ps), ps, generator=g))
+        out.append(gen.sample(ps, generator=g))
     return torch.cat(out)
 
 
@@ -141,7 +94,7 @@ def learnable_tasks(out: Path, n: int, pool: int = 384, draws: int = 16, band: t
 
 def prompts_per_step(algorithm: dict, samples_per_step: int) -> int:
     """Prompts per step that spend ``samples_per_step`` generator samples with this algorithm config."""
-    per_prompt = build_algorithm(algorithm).config.samples_per_prompt
+    per_prompt = build_algorithm(algorithm).samples_per_prompt
     if samples_per_step % per_prompt:
         raise ValueError(f"--samples-per-step {samples_per_step} is not a multiple of {algorithm['name']}'s "
                          f"{per_prompt} samples per prompt")
@@ -163,8 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("overrides", nargs="*", help="extra key=value overrides applied to every method's config")
     args = p.parse_args(argv)
-    if any(o.startswith("trainer.batch_size=") for o in args.overrides):
-        p.error("trainer.batch_size is set per method from --samples-per-step; change that (or the method's samples per prompt)")
+    if any(o.startswith("trainer.prompts_per_step=") for o in args.overrides):
+        p.error("trainer.prompts_per_step is set per method from --samples-per-step; change that (or the method's samples per prompt)")
     torch.set_num_threads(args.threads)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -181,21 +134,19 @@ def main(argv: list[str] | None = None) -> int:
         cfg = load_run_config(ROOT / "configs" / f"vvr_{method}.yaml", [
             f"trainer.steps={args.steps}", "trainer.eval_batch_size=4", f"trainer.output_dir={out / method}",
             "trainer.progress=true", *args.overrides])
-        cfg.trainer.batch_size = prompts_per_step(cfg.algorithm, args.samples_per_step)
+        cfg.trainer.prompts_per_step = prompts_per_step(cfg.algorithm, args.samples_per_step)
         for key in ("checkpoint",):
             cfg.generator[key] = str(ROOT / cfg.generator[key])
         for key in ("path", "eval_path"):
             cfg.prompts[key] = str(ROOT / cfg.prompts[key])
         if fit_path:
             cfg.prompts["path"] = cfg.prompts["eval_path"] = str(fit_path)
-        trainer = build_trainer(cfg)
+        counter = SampleCounter()
+        trainer = build_trainer(cfg, callbacks=[counter])
         reference = load_generator(cfg.generator["checkpoint"]).eval()
         x_ref = outputs(reference, eval_prompts)
         before = scores(x_ref, eval_prompts, eval_meta)
-        counter = {"policy": 0, "reference": 0}
-        count_rollout_samples(trainer, counter)
-        trainer.reward = trainer.ctx.reward = CountingReward(trainer.reward)
-        print(f"== {method}: {args.steps} steps x {cfg.trainer.batch_size} prompts")
+        print(f"== {method}: {args.steps} steps x {cfg.trainer.prompts_per_step} prompts")
         start = time.perf_counter()
         trainer.train()
         seconds = time.perf_counter() - start
@@ -205,13 +156,13 @@ def main(argv: list[str] | None = None) -> int:
             feat_dist = (phi(x) - phi(x_ref)).norm(dim=1).mean().item()
         rmse = (x - x_ref).pow(2).mean().sqrt().item()
         row = {"method": method, "generator": cfg.generator["checkpoint"].rsplit("/", 1)[-1],
-               "prompts_per_step": cfg.trainer.batch_size,
+               "prompts_per_step": cfg.trainer.prompts_per_step,
                "acc_before": before["acc"].mean().item(), "acc_after": after["acc"].mean().item(),
                "acc_change_se": paired_se(after["acc"], before["acc"]),
                "soft_before": before["soft"].mean().item(), "soft_after": after["soft"].mean().item(),
                "soft_change_se": paired_se(after["soft"], before["soft"]),
-               "samples_policy": counter["policy"], "samples_reference": counter["reference"],
-               "samples_total": counter["policy"] + counter["reference"], "scored": trainer.reward.count,
+               "samples_policy": counter.counts["policy"], "samples_reference": counter.counts["reference"],
+               "samples_total": counter.counts["policy"] + counter.counts["reference"], "scored": counter.counts["scored"],
                "feat_dist_to_ref": feat_dist, "pixel_rmse_to_ref": rmse, "sec_per_step": seconds / max(args.steps, 1)}
         rows.append(row)
         print(json.dumps(row))

@@ -11,7 +11,7 @@ TOY_RUN = """
 generator: {name: toy_one_step}
 reward: {name: toy_linear}
 algorithm: {name: rwr, num_samples: 4}
-trainer: {steps: 2, batch_size: 2, log_with: [], progress: false, eval_batch_size: 8}
+trainer: {steps: 2, prompts_per_step: 2, log_with: [], progress: false, eval_batch_size: 8}
 """
 
 

@@ -77,7 +77,7 @@ def test_open_clip_feature_space_drives_rwtd(tiny_clip_files, tmp_path):
     feats.sum().backward()
     assert images.grad.abs().sum() > 0 and not any(p.requires_grad for p in phi.parameters())
     algo = RWTD(RWTDConfig(num_current=4, num_reference=4, features=spec))
-    cfg = TrainerConfig(steps=1, batch_size=2, output_dir=str(tmp_path), log_with=[], progress=False)
+    cfg = TrainerConfig(steps=1, prompts_per_step=2, output_dir=str(tmp_path), log_with=[], progress=False)
     trainer = Trainer(TinyOneStepGenerator(), algo, get_reward("color_match"), PromptList(["a red circle"]), cfg)
     metrics = trainer.train_step()
     assert metrics["samples_seen"] == 8 and metrics["loss"] > 0

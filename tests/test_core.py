@@ -139,8 +139,8 @@ def test_cli_overrides_and_run_config(tmp_path):
     assert cfg.algorithm == {"name": "rwtd"}
     with pytest.raises(ConfigError, match="trainer.stepz"):
         load_run_config(cfg_file, ["trainer.stepz=1"])
-    with pytest.raises(ConfigError, match="trainer.batch_size must be >= 1"):
-        load_run_config(cfg_file, ["trainer.batch_size=0"])
+    with pytest.raises(ConfigError, match="trainer.prompts_per_step must be >= 1"):
+        load_run_config(cfg_file, ["trainer.prompts_per_step=0"])
     with pytest.raises(ConfigError, match="not of the form"):
         apply_overrides({}, ["trainer.steps"])
 
@@ -175,8 +175,8 @@ def test_missing_generator_checkpoint_is_named(tmp_path):
 
 def test_sample_grad_switch_and_modalities():
     gen = ToyOneStepGenerator()
-    assert not gen.sample(4).requires_grad
-    out = gen.sample(4, grad=True)
+    assert not gen.sample(n=4).requires_grad
+    out = gen.sample(n=4, grad=True)
     out.sum().backward()
     assert all(p.grad is not None for p in gen.parameters())
     from visalign.core.types import batch_size_of

@@ -16,7 +16,7 @@ def lm_folder(tmp_path):
 
 
 def _run(tmp_path, name, **sections):
-    trainer_cfg = {"steps": 1, "batch_size": 2, "log_with": [], "progress": False, "output_dir": str(tmp_path / name)}
+    trainer_cfg = {"steps": 1, "prompts_per_step": 2, "log_with": [], "progress": False, "output_dir": str(tmp_path / name)}
     return build_trainer(from_dict(RunConfig, {**sections, "trainer": trainer_cfg}))
 
 

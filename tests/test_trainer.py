@@ -23,7 +23,7 @@ def x0_reward():
 
 def make_trainer(tmp_path, steps, **overrides):
     torch.manual_seed(0)
-    cfg = TrainerConfig(steps=steps, batch_size=32, output_dir=str(tmp_path), log_with=[], progress=False, ema_decay=0.9, **overrides)
+    cfg = TrainerConfig(steps=steps, prompts_per_step=32, output_dir=str(tmp_path), log_with=[], progress=False, ema_decay=0.9, **overrides)
     return Trainer(ToyOneStepGenerator(), ShiftTowardReward(), x0_reward(), Unconditional(), cfg)
 
 
@@ -41,7 +41,7 @@ def test_training_raises_the_reward(tmp_path):
     from visalign.core import load_generator
 
     final = load_generator(tmp_path / "final")
-    with trainer._ema_weights():
+    with trainer.trained.ema_swap():
         assert all(torch.equal(a, b) for a, b in zip(final.parameters(), trainer.policy.parameters()))
 
 
@@ -78,7 +78,7 @@ def test_missing_checkpoint_is_a_clear_error(tmp_path):
 
 
 def test_nan_reward_names_the_reward(tmp_path):
-    cfg = TrainerConfig(steps=1, batch_size=4, output_dir=str(tmp_path), log_with=[], progress=False)
+    cfg = TrainerConfig(steps=1, prompts_per_step=4, output_dir=str(tmp_path), log_with=[], progress=False)
     bad = FunctionReward(lambda s, p, m: torch.full((s.shape[0],), float("nan")), name="broken_scorer")
     trainer = Trainer(ToyOneStepGenerator(), ShiftTowardReward(), bad, Unconditional(), cfg)
     with pytest.raises(ValueError, match="broken_scorer.*non-finite"):

@@ -28,7 +28,7 @@ def test_shipped_checkpoint_loads_and_samples(path: Path) -> None:
     gen = load_generator(path).eval()
     prompts, _ = _eval_tasks(4)
     with torch.no_grad():
-        x = gen.sample(4, prompts, generator=torch.Generator().manual_seed(0))
+        x = gen.sample(prompts, generator=torch.Generator().manual_seed(0))
     assert x.shape == (4, 3, 32, 32)
     assert torch.isfinite(x).all() and x.min() >= -1 and x.max() <= 1
 
@@ -44,7 +44,7 @@ def _scores(gen, prompts, meta) -> tuple[float, float]:
     from visalign.rewards.vvr import VVRReward
 
     with torch.no_grad():
-        x = gen.sample(len(prompts), prompts, generator=torch.Generator().manual_seed(1))
+        x = gen.sample(prompts, generator=torch.Generator().manual_seed(1))
     return VVRReward()(x, prompts, meta).mean().item(), VVRReward(strict=True)(x, prompts, meta).mean().item()
 
 
@@ -65,7 +65,7 @@ def test_demo_runs_three_steps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 
     monkeypatch.chdir(ROOT)  # the demo config's asset paths are relative to the repository root
     out = tmp_path / "demo"
-    rc = main(["demo", "--out", str(out), "trainer.steps=3", "trainer.batch_size=2", "trainer.eval_batch_size=16",
+    rc = main(["demo", "--out", str(out), "trainer.steps=3", "trainer.prompts_per_step=2", "trainer.eval_batch_size=16",
                "trainer.progress=false"])
     assert rc == 0
     for name in ("samples/before.png", "samples/after.png", "reward_curve.png", "metrics.jsonl", "summary.json"):

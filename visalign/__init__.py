@@ -4,24 +4,29 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from . import builtins as _builtins
+from .core.registry import add_builtin_loader as _add_builtin_loader
+
 __version__ = "0.1.0"
+_add_builtin_loader(_builtins.load)
 
 _EXPORTS = {
     **{name: "visalign.core" for name in (
-        "Generator", "Reward", "Algorithm", "TrainContext", "PromptBatch", "Rollout", "PromptSource", "PromptList",
+        "Policy", "Generator", "FlowModel", "SDETrajectory", "Reward", "Algorithm", "Evaluation", "OwnedModel",
+        "TrainContext", "PromptBatch", "Rollout", "PromptSource", "PromptList", "modality_of",
         "Unconditional", "FunctionReward", "WeightedReward", "ConfigError", "register_reward", "register_algorithm",
         "register_generator", "register_prompt_source", "get_reward", "build_reward", "build_generator",
         "build_algorithm", "build_prompt_source", "load_generator",
     )},
     **{name: "visalign.generators" for name in (
-        "FlowMatchingGenerator", "ToyOneStepGenerator", "ToyFlowGenerator", "TinyOneStepGenerator", "TinyFlowGenerator",
+        "ToyOneStepGenerator", "ToyFlowGenerator", "TinyOneStepGenerator", "TinyFlowGenerator",
         "DiffusersPipelineGenerator",
     )},
     **{name: "visalign.algorithms" for name in (
         "RWTD", "RWTDConfig", "FestDPO", "FestDPOConfig", "RWR", "RWRConfig", "RewardBackprop", "RewardBackpropConfig",
         "FlowGRPO", "FlowGRPOConfig",
     )},
-    **{name: "visalign.trainer" for name in ("Trainer", "TrainerConfig")},
+    **{name: "visalign.trainer" for name in ("Trainer", "TrainerConfig", "TrainerCallback", "SampleCounter")},
     **{name: "visalign.run" for name in ("RunConfig", "load_run_config", "build_trainer")},
     **{name: "visalign.vvr" for name in ("VVRPromptSource", "VVRFilePromptSource", "generate_task", "render_task", "verify", "load_split")},
     "VVRReward": "visalign.rewards.vvr",

@@ -43,8 +43,7 @@ def _cmd_sample(args: argparse.Namespace) -> int:
     prompts = list(args.prompt) if args.prompt else None
     if args.prompts_file:
         prompts = [p.strip() for p in Path(args.prompts_file).read_text().splitlines() if p.strip()]
-    n = len(prompts) if prompts else args.n
-    samples = generator.sample(n, prompts, generator=torch.Generator().manual_seed(args.seed))
+    samples = generator.sample(prompts, n=None if prompts else args.n, generator=torch.Generator().manual_seed(args.seed))
     out = save_samples(samples, Path(args.out), prompts)
     print(f"wrote {out}")
     return 0

@@ -43,8 +43,8 @@ def build_policy(config: dict[str, Any]):
     return CausalLMPolicy.from_pretrained(config.pop("path"), **config)
 
 
-def build_trainer(config: RunConfig):
-    """Instantiate every part of a run and return a ready ``Trainer``."""
+def build_trainer(config: RunConfig, callbacks: Sequence[Any] = ()):
+    """Instantiate every part of a run and return a ready ``Trainer`` (with ``callbacks``, TrainerCallback objects)."""
     from .core.algorithm import build_algorithm
     from .core.generator import build_generator
     from .core.prompts import build_prompt_source
@@ -59,4 +59,4 @@ def build_trainer(config: RunConfig):
         prompts = build_prompt_source(config.prompts)
     except (KeyError, TypeError) as exc:
         raise ConfigError(str(exc).strip('"')) from exc
-    return Trainer(policy, algorithm, reward, prompts, config.trainer, eval_reward=eval_reward)
+    return Trainer(policy, algorithm, reward, prompts, config.trainer, eval_reward=eval_reward, callbacks=callbacks)

@@ -81,12 +81,12 @@ def image_generator():
     return TinyImageGenerator()
 
 
-def _train(policy, algorithm, reward, reference, steps, lr, output_dir, batch_size: int = 1, min_lr_ratio: float = 0.1):
+def _train(policy, algorithm, reward, reference, steps, lr, output_dir, prompts_per_step: int = 1, min_lr_ratio: float = 0.1):
     """Run the shared Trainer with a cosine learning-rate decay from ``lr`` to ``min_lr_ratio·lr``."""
     from visalign.core import Unconditional
     from visalign.trainer import Trainer, TrainerConfig
 
-    cfg = TrainerConfig(steps=steps, batch_size=batch_size, learning_rate=lr, lr_schedule="cosine", min_lr_ratio=min_lr_ratio,
+    cfg = TrainerConfig(steps=steps, prompts_per_step=prompts_per_step, learning_rate=lr, lr_schedule="cosine", min_lr_ratio=min_lr_ratio,
                         log_with=[], progress=False, output_dir=str(output_dir), max_grad_norm=None, eval_batch_size=8)
     Trainer(policy, algorithm, reward, Unconditional(), cfg, reference=reference).train()
     return policy

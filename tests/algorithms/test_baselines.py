@@ -14,7 +14,7 @@ reward = ToyLinearReward((1.0, 0.0))
 
 def mean_reward(gen, n=2000):
     with torch.no_grad():
-        return float(reward(gen.sample(n, generator=torch.Generator().manual_seed(5))).mean())
+        return float(reward(gen.sample(n=n, generator=torch.Generator().manual_seed(5))).mean())
 
 
 @pytest.mark.parametrize("family", ["one_step", "flow"])
@@ -27,7 +27,7 @@ def test_rwr_moves_the_mean_in_the_reward_direction(family, one_step_reference, 
     print(family, before, after)
     assert after > before + 0.25
     with torch.no_grad():  # the orthogonal coordinate is not pushed anywhere
-        x = policy.sample(2000, generator=torch.Generator().manual_seed(6))
+        x = policy.sample(n=2000, generator=torch.Generator().manual_seed(6))
     assert abs(float(x[:, 1].mean())) < 0.25
 
 
@@ -48,7 +48,7 @@ def test_reward_backprop_moves_the_mean_and_the_anchor_limits_it(family, one_ste
 
 def test_reward_backprop_with_a_black_box_reward_fails_naming_it(one_step_reference, tmp_path, trainable_copy):
     black_box = FunctionReward(lambda s, p, m: s[:, 0].detach().round(), name="rounded_x0")
-    cfg = TrainerConfig(steps=1, batch_size=1, log_with=[], progress=False, output_dir=str(tmp_path))
+    cfg = TrainerConfig(steps=1, prompts_per_step=1, log_with=[], progress=False, output_dir=str(tmp_path))
     with pytest.raises(ConfigError, match="reward_backprop needs a differentiable reward; 'rounded_x0'"):
         Trainer(trainable_copy(one_step_reference), RewardBackprop(), black_box, Unconditional(), cfg).train()
 

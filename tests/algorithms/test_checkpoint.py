@@ -30,7 +30,7 @@ def make_policy(family, seed=0):
 def run(name, family, overrides, out, steps, resume=None, reference=None, seed=0):
     policy = make_policy(family, seed)
     reference = reference if reference is not None else policy.frozen_copy()
-    cfg = TrainerConfig(steps=steps, batch_size=2, learning_rate=1e-2, save_every=2, log_with=[], progress=False,
+    cfg = TrainerConfig(steps=steps, prompts_per_step=2, learning_rate=1e-2, save_every=2, log_with=[], progress=False,
                         output_dir=str(out), resume_from=resume, eval_batch_size=4)
     reward = ToyQuadraticReward() if name != "flow_grpo" else ToyLinearReward()
     trainer = Trainer(policy, build_algorithm({"name": name, **overrides}), reward, Unconditional(), cfg, reference=reference)

@@ -55,7 +55,7 @@ def test_reward_backprop_rejects_black_box_rewards():
 
 def test_flow_grpo_rejects_one_step_generators():
     reward = FunctionReward(lambda s, p, m: s[:, 0], name="x")
-    with pytest.raises(ConfigError, match="flow_grpo needs a flow-matching generator"):
+    with pytest.raises(ConfigError, match="flow_grpo needs a flow model"):
         FlowGRPO().setup(_ctx(reward))
 
 

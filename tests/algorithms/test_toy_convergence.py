@@ -17,7 +17,7 @@ reward = ToyLinearReward((1.0, 0.0))
 def target_sampler(reference, r=reward):
     def sample(n, g):
         seed = int(torch.randint(0, 2**31 - 1, (1,), generator=g))
-        return tilted_reference_sample(lambda k, gg: reference.sample(k, generator=gg), r, BETA, n, pool=100_000, seed=seed)[0]
+        return tilted_reference_sample(lambda k, gg: reference.sample(n=k, generator=gg), r, BETA, n, pool=100_000, seed=seed)[0]
     return sample
 
 
@@ -26,8 +26,8 @@ def distances(policy, reference, r=reward):
     target = sampler(N_EVAL, torch.Generator().manual_seed(1))
     floor, _ = noise_floor(sampler, N_EVAL, repeats=3)
     with torch.no_grad():
-        x = policy.sample(N_EVAL, generator=torch.Generator().manual_seed(2))
-        x_ref = reference.sample(N_EVAL, generator=torch.Generator().manual_seed(3))
+        x = policy.sample(n=N_EVAL, generator=torch.Generator().manual_seed(2))
+        x_ref = reference.sample(n=N_EVAL, generator=torch.Generator().manual_seed(3))
     return {"mmd": mmd_rbf(x, target), "floor": floor, "ref_mmd": mmd_rbf(x_ref, target), "mmd_to_reference": mmd_rbf(x, x_ref),
             "reward": float(r(x).mean()), "target_reward": float(r(target).mean()), "x": x}
 

@@ -85,16 +85,18 @@ def test_lora_trains_adapter_only_reference_is_adapter_off(tiny_sd3_path, tmp_pa
     torch.testing.assert_close(loaded.sample(noise=noise, prompts=PROMPTS), trained, rtol=0, atol=0)
 
 
-def test_build_from_pipeline_folder_as_checkpoint(tiny_sd3_path):
-    gen = build_generator({"name": "diffusers", "checkpoint": str(tiny_sd3_path), "height": 32, "width": 32})
+def test_pipeline_folder_is_a_path_not_a_checkpoint(tiny_sd3_path):
+    gen = build_generator({"name": "diffusers", "path": str(tiny_sd3_path), "height": 32, "width": 32})
     assert isinstance(gen, DiffusersPipelineGenerator) and gen.config.path == str(tiny_sd3_path)
+    with pytest.raises(FileNotFoundError, match="diffusers pipeline folder: pass it as the adapter's `path`"):
+        build_generator({"name": "diffusers", "checkpoint": str(tiny_sd3_path)})
 
 
 def test_wraps_a_pipeline_object_and_lora_save_needs_base_path(tmp_path):
     from .conftest import build_tiny_sd3_pipeline
 
     gen = DiffusersPipelineGenerator(DiffusersConfig(height=32, width=32, num_inference_steps=1, lora_rank=2), pipeline=build_tiny_sd3_pipeline())
-    assert gen.sample(1, ["a red circle"], generator=_seeded()).shape == (1, 3, 32, 32)
+    assert gen.sample(["a red circle"], generator=_seeded()).shape == (1, 3, 32, 32)
     with pytest.raises(ValueError, match="config.path"):
         gen.save_pretrained(tmp_path / "x")
     with pytest.raises(ValueError, match="config.path"):

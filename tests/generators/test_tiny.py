@@ -21,11 +21,11 @@ def _seeded(seed: int = 0) -> torch.Generator:
 
 
 def test_shapes_and_range(gen, prompts):
-    x = gen.sample(len(prompts), prompts, generator=_seeded())
+    x = gen.sample(prompts, generator=_seeded())
     assert x.shape == (4, 3, 16, 16) and x.dtype == torch.float32
     assert x.min() >= -1 and x.max() <= 1
     assert x.std() > 0.01  # not a constant image
-    assert gen.sample(2, generator=_seeded()).shape == (2, 3, 16, 16)  # no prompts: the empty prompt
+    assert gen.sample(n=2, generator=_seeded()).shape == (2, 3, 16, 16)  # no prompts: the empty prompt
 
 
 def test_same_seed_same_samples_and_prompts_matter(gen, prompts):

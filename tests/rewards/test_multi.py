@@ -6,8 +6,8 @@ import torch
 
 from visalign.core import FunctionReward, build_reward, register_reward, score
 from visalign.core.reward import Reward
-from visalign.rewards.multi import (Calibration, MultiReward, load_calibration, measure_calibration,
-                                    normalize_then_sum, sum_then_normalize)
+from visalign.rewards.multi import (Calibration, MultiReward, component_weights, load_calibration,
+                                    measure_calibration, normalize_then_sum, sum_then_normalize)
 
 
 def test_sum_then_normalize_lets_the_wide_reward_drown_the_narrow_one():
@@ -58,9 +58,9 @@ def test_multi_reward_exposes_raw_components_and_applies_calibration(tmp_path):
                                          {"name": "brightness", "weight": 2.0, "label": "bright"}]}
     plain = build_reward(spec)
     total = score(plain, images, ["x"] * 6, [{}] * 6)
-    comps = plain.component_scores()
+    comps = plain.components()
     assert set(comps) == {"test_mean_pixel", "bright"}
-    assert plain.component_weights() == {"test_mean_pixel": 0.5, "bright": 2.0}
+    assert component_weights(plain) == {"test_mean_pixel": 0.5, "bright": 2.0}
     assert torch.allclose(total, 0.5 * comps["test_mean_pixel"] + 2.0 * comps["bright"])
 
     calib = measure_calibration(comps)
@@ -70,7 +70,7 @@ def test_multi_reward_exposes_raw_components_and_applies_calibration(tmp_path):
     total = score(calibrated, images, ["x"] * 6, [{}] * 6)
     z = {k: (v - v.mean()) / v.std(unbiased=False) for k, v in comps.items()}
     assert torch.allclose(total, 0.5 * z["test_mean_pixel"] + 2.0 * z["bright"], atol=1e-5)
-    assert torch.equal(calibrated.component_scores()["bright"], comps["bright"])  # raw scores for logging
+    assert torch.equal(calibrated.components()["bright"], comps["bright"])  # raw scores for logging
 
 
 def test_multi_reward_refuses_ambiguous_or_uncovered_setups(tmp_path):
@@ -91,11 +91,11 @@ def test_multi_reward_refuses_ambiguous_or_uncovered_setups(tmp_path):
 
 def test_weighted_reward_components_are_exposed_on_the_base_class():
     single = FunctionReward(lambda s, p, m: torch.zeros(len(p)), name="z")
-    assert single.component_scores() == {} and single.component_weights() == {}
+    assert single.components() == {} and component_weights(single) == {"z": 1.0}
     pair = build_reward([{"name": "brightness", "weight": 1.0}, {"name": "color_match", "weight": 1.0}])
     score(pair, torch.zeros(2, 3, 4, 4), ["red", "red"], [{}, {}])
-    assert set(pair.component_scores()) == {"brightness", "color_match"}
-    assert pair.component_weights() == {"brightness": 1.0, "color_match": 1.0}
+    assert set(pair.components()) == {"brightness", "color_match"}
+    assert component_weights(pair) == {"brightness": 1.0, "color_match": 1.0}
 
 
 def test_calibrate_command_writes_a_file_multi_loads(tmp_path, capsys):

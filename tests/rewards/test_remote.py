@@ -33,9 +33,9 @@ def test_remote_returns_the_local_numbers_in_bounded_batches(hf_clip_folder):
         assert server.requests_scored == 4
     assert torch.equal(whole, expected)  # one request: bit-identical to the local call
     assert torch.allclose(got, expected, atol=1e-5)  # split into requests of 2: matmul rounding differs
-    assert set(remote.component_scores()) == {"pickscore", "color_match"}
-    assert remote.component_weights() == {"pickscore": 0.5, "color_match": 2.0}
-    assert torch.equal(remote.component_scores()["color_match"], local.component_scores()["color_match"])
+    assert set(remote.components()) == {"pickscore", "color_match"}
+    assert remote.weights == {"pickscore": 0.5, "color_match": 2.0}
+    assert torch.equal(remote.components()["color_match"], local.components()["color_match"])
 
 
 def test_video_and_audio_video_travel_intact():

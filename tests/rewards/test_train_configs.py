@@ -42,7 +42,7 @@ def train_one_step(config_path: Path, files: dict, out: Path) -> list[dict]:
     data["reward"] = tiny_reward_spec(data["reward"], files)
     config = out.with_suffix(".yaml")
     config.write_text(yaml.safe_dump(data))
-    rc = main(["train", str(config), "trainer.steps=1", f"trainer.output_dir={out}", "trainer.batch_size=2",
+    rc = main(["train", str(config), "trainer.steps=1", f"trainer.output_dir={out}", "trainer.prompts_per_step=2",
                "trainer.eval_batch_size=2", "trainer.progress=false"])
     assert rc == 0
     return [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines() if line.strip()]

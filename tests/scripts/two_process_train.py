@@ -22,12 +22,12 @@ def native_thread_names() -> list[str]:
 
 def main(out_path: str) -> None:
     acc = Accelerator(cpu=True)
-    cfg = TrainerConfig(steps=3, batch_size=8, log_with=[], progress=False, output_dir=out_path + ".run")
+    cfg = TrainerConfig(steps=3, prompts_per_step=8, log_with=[], progress=False, output_dir=out_path + ".run")
     torch.manual_seed(0)
     reward = FunctionReward(lambda s, p, m: s[:, 0], name="x0")
     trainer = Trainer(ToyOneStepGenerator(), ShiftTowardReward(), reward, Unconditional(), cfg, accelerator=acc)
     metrics = [trainer.train_step() for _ in range(3)]
-    local = trainer.ctx.score(trainer.policy.sample(8, generator=torch.Generator().manual_seed(acc.process_index)), PromptBatch([""] * 8))
+    local = trainer.ctx.score(trainer.policy.sample(n=8, generator=torch.Generator().manual_seed(acc.process_index)), PromptBatch([""] * 8))
     gathered = acc.gather(local)
     flat = torch.cat([p.detach().flatten() for p in trainer.policy.parameters()])
     copies = [torch.zeros_like(flat) for _ in range(acc.num_processes)]

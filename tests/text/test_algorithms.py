@@ -145,5 +145,6 @@ def test_multi_reward_gradient_is_the_reconciled_update(gpt2_policy):
 
 def test_exact_match_reward_on_rollout(gpt2_policy):
     algo = TextGRPO(TextGRPOConfig(group_size=2))
-    texts, metrics = algo.evaluate(ctx_for(gpt2_policy, ExactMatchReward()), BATCH)
+    result = algo.evaluate(ctx_for(gpt2_policy, ExactMatchReward()), BATCH, torch.Generator().manual_seed(0))
+    texts, metrics = result.samples, {"eval/reward_mean": float(result.rewards.mean()), **result.metrics}
     assert len(texts) == 2 and 0.0 <= metrics["eval/reward_mean"] <= 1.0

@@ -78,5 +78,6 @@ def test_multiturn_algorithm_loss_has_gradient(gpt2_policy):
     assert r.rewards.shape == (6,) and r.extras["advantages"].shape[0] == r.extras["text"].completion_ids.shape[0]
     loss, m = algo.loss(ctx, r)
     assert torch.isfinite(loss) and m["turns_mean"] >= 1
-    _, metrics = algo.evaluate(ctx, BATCH)
+    result = algo.evaluate(ctx, BATCH, torch.Generator().manual_seed(0))
+    metrics = {"eval/reward_mean": float(result.rewards.mean()), **result.metrics}
     assert 0.0 <= metrics["eval/success"] <= 1.0

@@ -18,7 +18,7 @@ def make_policy(tokenizer):
 
 
 def make_trainer(tokenizer, out, steps, **kw):
-    cfg = TrainerConfig(steps=steps, batch_size=2, learning_rate=1e-2, eval_batch_size=1, output_dir=str(out), log_with=[],
+    cfg = TrainerConfig(steps=steps, prompts_per_step=2, learning_rate=1e-2, eval_batch_size=1, output_dir=str(out), log_with=[],
                         cpu=True, progress=False, **kw)
     algo = TextGRPO(TextGRPOConfig(group_size=4, advantage="mapp"))
     return Trainer(make_policy(tokenizer), algo, ExactMatchReward(), PROMPTS, cfg)
@@ -65,7 +65,7 @@ def test_text_grpo_learns_a_simple_preference(tokenizer, tmp_path, advantage):
     from visalign.core import FunctionReward
 
     starts_with_one = FunctionReward(lambda s, p, m: torch.tensor([float(t.startswith("1")) for t in s]), name="starts_with_1")
-    cfg = TrainerConfig(steps=15, batch_size=4, learning_rate=1e-2, eval_batch_size=4, output_dir=str(tmp_path), log_with=[],
+    cfg = TrainerConfig(steps=15, prompts_per_step=4, learning_rate=1e-2, eval_batch_size=4, output_dir=str(tmp_path), log_with=[],
                         cpu=True, progress=False)
     policy = make_policy(tokenizer)
     trainer = Trainer(policy, TextGRPO(TextGRPOConfig(group_size=8, advantage=advantage)), starts_with_one, PROMPTS, cfg)

@@ -7,6 +7,7 @@ import torch
 from torch import nn
 
 from ..core.config import ConfigError
+from ..core.flow import FlowModel
 from ..core.types import PromptBatch, Samples
 from ..features import FeatureSpace, build_features
 
@@ -39,6 +40,14 @@ def as_tensor(samples: Samples) -> torch.Tensor:
     if not isinstance(samples, torch.Tensor):
         raise TypeError(f"this objective needs tensor samples, got {type(samples).__name__}")
     return samples
+
+
+def require_flow_model(policy: Any, algorithm: str) -> FlowModel:
+    """The policy as a :class:`FlowModel`, or a ConfigError naming what the algorithm needs."""
+    if not isinstance(policy, FlowModel):
+        raise ConfigError(f"{algorithm} needs a flow model (velocity field + SDE sampler, the FlowModel protocol); got "
+                          f"{type(policy).__name__} (use rwtd, festdpo or rwr for one-step generators)")
+    return policy
 
 
 def require_reference(ctx: Any, algorithm: str) -> nn.Module:

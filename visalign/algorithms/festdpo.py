@@ -121,7 +121,6 @@ class FestDPO(Algorithm):
     def __init__(self, config: FestDPOConfig | None = None) -> None:
         super().__init__(config or FestDPOConfig())
         self.features = FeatureCache(self.config.features)
-        self.updates_per_rollout = self.config.updates_per_rollout
         self.num_updates = 0  # loss evaluations so far (drives the bandwidth annealing; saved with checkpoints)
 
     def state_dict(self) -> dict[str, Any]:
@@ -136,6 +135,14 @@ class FestDPO(Algorithm):
         if cfg.bandwidth_anneal_steps <= 0 or self.num_updates >= cfg.bandwidth_anneal_steps:
             return 1.0
         return cfg.bandwidth_anneal ** (1.0 - self.num_updates / cfg.bandwidth_anneal_steps)
+
+    @property
+    def updates_per_rollout(self) -> int:
+        return self.config.updates_per_rollout
+
+    @property
+    def samples_per_prompt(self) -> int:
+        return self.config.samples_per_prompt
 
     def setup(self, ctx: TrainContext) -> None:
         self.features.get(ctx)

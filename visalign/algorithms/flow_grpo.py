@@ -1,7 +1,9 @@
-"""Flow-GRPO baseline: policy gradient on the SDE version of a flow sampler.
+"""Flow-GRPO baseline: policy gradient on the SDE version of a flow sampler (any :class:`FlowModel`).
 
-Rollout: G samples per prompt with ``sample_sde`` (per-step Gaussian log-probs), group-relative advantages
-A_i = (r_i − mean_g)/(std_g + ε), clipped to ±``adv_clip``. Loss per step k (averaged over steps and samples):
+Rollout: G samples per prompt with ``sample_sde`` (per-step Gaussian log-probs on all steps, or on a window of
+``sde_window`` consecutive steps starting at a random step below ``window_max_start``; the other steps are ODE
+steps), group-relative advantages A_i = (r_i − mean_g)/(std_g + ε), clipped to ±``adv_clip``. Loss per SDE step k
+(averaged over the SDE steps and samples):
 
     max(−A·ρ_k, −A·clip(ρ_k, 1 − c, 1 + c)) + β_KL·‖μ_θ,k − μ_ref,k‖² / (2σ_k²),   ρ_k = exp(log π_θ − log π_old),
 
@@ -14,26 +16,34 @@ from dataclasses import dataclass
 import torch
 
 from ..core.algorithm import Algorithm, TrainContext, register_algorithm
-from ..core.config import ConfigError, check
+from ..core.config import check, option
+from ..core.flow import gaussian_log_prob
 from ..core.types import PromptBatch, Rollout
-from ..generators.flow import FlowMatchingGenerator, gaussian_log_prob, sde_step_stats
-from .common import group_advantages
+from .common import group_advantages, require_flow_model
 
 
 @dataclass
 class FlowGRPOConfig:
-    group_size: int = 8
-    num_steps: int = 10
-    noise_level: float = 0.7
-    clip_range: float = 0.2
-    kl_beta: float = 0.04
-    adv_clip: float = 5.0
-    updates_per_rollout: int = 1
+    group_size: int = option(8, "SDE trajectories per prompt (the group whose rewards are normalised)")
+    num_steps: int = option(10, "sampling steps of each trajectory")
+    noise_level: float = option(0.7, "SDE noise scale a (std_t = a·sqrt(t/(1-t)))")
+    sde_window: int | None = option(None, "SDE (and train) only this many consecutive steps; null: all steps")
+    window_max_start: int | None = option(None, "the window starts uniformly in [0, window_max_start] (default: the "
+                                                "last start that fits)")
+    clip_range: float = option(0.2, "PPO ratio clip c")
+    kl_beta: float = option(0.04, "weight of the per-step Gaussian KL to the reference")
+    adv_clip: float = option(5.0, "advantages are clipped to ±adv_clip")
+    updates_per_rollout: int = option(1, "optimizer steps on each rollout (PPO reuse)")
 
     def __post_init__(self) -> None:
         check(self.group_size >= 2, f"flow_grpo.group_size must be >= 2 samples per prompt for group advantages, got {self.group_size}")
         check(self.num_steps >= 1, f"flow_grpo.num_steps must be >= 1, got {self.num_steps}")
         check(self.noise_level > 0, f"flow_grpo.noise_level must be > 0, got {self.noise_level}")
+        check(self.sde_window is None or 1 <= self.sde_window <= self.num_steps,
+              f"flow_grpo.sde_window must be in [1, num_steps={self.num_steps}] or null, got {self.sde_window}")
+        last_start = self.num_steps - (self.sde_window or self.num_steps)
+        check(self.window_max_start is None or 0 <= self.window_max_start <= last_start,
+              f"flow_grpo.window_max_start must be in [0, {last_start}], got {self.window_max_start}")
         check(self.clip_range > 0, f"flow_grpo.clip_range must be > 0, got {self.clip_range}")
         check(self.kl_beta >= 0, f"flow_grpo.kl_beta must be >= 0, got {self.kl_beta}")
         check(self.updates_per_rollout >= 1, "flow_grpo.updates_per_rollout must be >= 1")
@@ -43,13 +53,13 @@ class FlowGRPOConfig:
         """SDE trajectories one rollout draws per prompt."""
         return self.group_size
 
-
-def step_stats(model: FlowMatchingGenerator, latents: torch.Tensor, sigmas: torch.Tensor, step: int, cond, noise_level: float):
-    """(mean, std) of SDE transition ``step`` under ``model`` (differentiable through the velocity)."""
-    sigma, sigma_next = float(sigmas[step]), float(sigmas[step + 1])
-    x = latents[:, step]
-    t = torch.full((x.shape[0],), sigma, device=x.device, dtype=x.dtype)
-    return sde_step_stats(x, model.velocity(x, t, cond), sigma, sigma_next, noise_level, float(sigmas[1]))
+    def sde_steps(self, generator: torch.Generator) -> list[int] | None:
+        """The steps sampled by the SDE in one rollout (None: all)."""
+        if self.sde_window is None:
+            return None
+        last = self.num_steps - self.sde_window if self.window_max_start is None else self.window_max_start
+        start = int(torch.randint(last + 1, (1,), generator=generator))
+        return list(range(start, start + self.sde_window))
 
 
 @register_algorithm("flow_grpo")
@@ -61,49 +71,56 @@ class FlowGRPO(Algorithm):
 
     def __init__(self, config: FlowGRPOConfig | None = None) -> None:
         super().__init__(config or FlowGRPOConfig())
-        self.updates_per_rollout = self.config.updates_per_rollout
+
+    @property
+    def updates_per_rollout(self) -> int:
+        return self.config.updates_per_rollout
+
+    @property
+    def samples_per_prompt(self) -> int:
+        return self.config.samples_per_prompt
 
     def setup(self, ctx: TrainContext) -> None:
-        if not isinstance(ctx.policy, FlowMatchingGenerator):
-            raise ConfigError(f"flow_grpo needs a flow-matching generator with an SDE sampler; got {type(ctx.policy).__name__} "
-                              "(use rwtd or festdpo for one-step generators)")
+        require_flow_model(ctx.policy, "flow_grpo")
 
     def rollout(self, ctx: TrainContext, batch: PromptBatch, generator: torch.Generator) -> Rollout:
-        self.setup(ctx)
         cfg = self.config
+        policy = require_flow_model(ctx.policy, "flow_grpo")
         expanded = batch.repeat_interleave(cfg.group_size)
-        noise = ctx.policy.make_noise(len(expanded), generator)
+        noise = policy.make_noise(len(expanded), generator)
         with torch.no_grad():
-            traj = ctx.policy.sample_sde(noise, expanded.prompts, generator=generator, num_steps=cfg.num_steps, noise_level=cfg.noise_level)
-            samples = ctx.policy.decode(traj.final)
+            traj = policy.sample_sde(noise, expanded.prompts, generator=generator, num_steps=cfg.num_steps,
+                                     noise_level=cfg.noise_level, sde_steps=cfg.sde_steps(generator))
+            samples = policy.decode(traj.final)
         rewards = ctx.score(samples, expanded)
         adv = group_advantages(rewards, cfg.group_size).clamp(-cfg.adv_clip, cfg.adv_clip)
-        extras = {"latents": traj.latents, "old_log_probs": traj.log_probs, "sigmas": traj.sigmas, "advantages": adv}
-        return Rollout(samples=samples, batch=expanded, rewards=rewards, noise=noise, extras=extras)
+        return Rollout(samples=samples, batch=expanded, rewards=rewards, noise=noise,
+                       extras={"trajectory": traj, "advantages": adv})
 
     def loss(self, ctx: TrainContext, rollout: Rollout) -> tuple[torch.Tensor, dict[str, float]]:
-        cfg, ex = self.config, rollout.extras
+        cfg, traj = self.config, rollout.extras["trajectory"]
         policy, ref = ctx.policy, ctx.reference
         cond = policy.encode(rollout.batch.prompts)
         ref_cond = ref.encode(rollout.batch.prompts) if ref is not None and cfg.kl_beta > 0 else None
-        adv = ex["advantages"].to(ctx.device)
+        adv = rollout.extras["advantages"].to(ctx.device)
         total, kls, clipped, ratios = 0.0, [], [], []
-        steps = ex["old_log_probs"].shape[1]
-        for k in range(steps):
-            mean, std = step_stats(policy, ex["latents"], ex["sigmas"], k, cond, cfg.noise_level)
-            log_prob = gaussian_log_prob(ex["latents"][:, k + 1], mean, std)
-            ratio = torch.exp(log_prob - ex["old_log_probs"][:, k])
+        steps = traj.sde_steps
+        for k in steps:
+            mean, std = policy.transition(traj, k, cond)
+            log_prob = gaussian_log_prob(traj.latents[:, k + 1], mean, std)
+            ratio = torch.exp(log_prob - traj.log_probs[:, k])
             pg = torch.maximum(-adv * ratio, -adv * ratio.clamp(1 - cfg.clip_range, 1 + cfg.clip_range)).mean()
             kl = torch.zeros((), device=ctx.device)
             if ref_cond is not None:
                 with torch.no_grad():
-                    ref_mean, _ = step_stats(ref, ex["latents"], ex["sigmas"], k, ref_cond, cfg.noise_level)
-                kl = ((mean - ref_mean) ** 2).flatten(1).mean(1).mean() / (2 * std**2)
-            total = total + (pg + cfg.kl_beta * kl) / steps
+                    ref_mean, _ = ref.transition(traj, k, ref_cond)
+                kl = ((mean - ref_mean).float() ** 2).flatten(1).mean(1).mean() / (2 * std**2)
+            total = total + (pg + cfg.kl_beta * kl) / len(steps)
             kls.append(float(kl.detach()))
             clipped.append(float(((ratio - 1).abs() > cfg.clip_range).float().mean()))
             ratios.append(float(ratio.detach().mean()))
-        return total, {"flow_grpo/kl": sum(kls) / steps, "flow_grpo/clip_frac": sum(clipped) / steps, "flow_grpo/ratio": sum(ratios) / steps}
+        n = len(steps)
+        return total, {"flow_grpo/kl": sum(kls) / n, "flow_grpo/clip_frac": sum(clipped) / n, "flow_grpo/ratio": sum(ratios) / n}
 
 
 __all__ = ["FlowGRPO", "FlowGRPOConfig"]

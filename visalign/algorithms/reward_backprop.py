@@ -10,16 +10,16 @@ from dataclasses import dataclass
 import torch
 
 from ..core.algorithm import Algorithm, TrainContext, register_algorithm
-from ..core.config import ConfigError, check
+from ..core.config import ConfigError, check, option
 from ..core.types import PromptBatch, Rollout
-from ..generators.flow import FlowMatchingGenerator
+from .common import require_flow_model
 
 
 @dataclass
 class RewardBackpropConfig:
-    num_samples: int = 1
-    anchor_weight: float = 0.0
-    truncate_steps: int | None = None
+    num_samples: int = option(1, "samples per prompt")
+    anchor_weight: float = option(0.0, "weight γ of the mean-square pull to the reference's sample for the same noise")
+    truncate_steps: int | None = option(None, "flow models: backpropagate through the last K ODE steps only (DRaFT-K)")
 
     def __post_init__(self) -> None:
         check(self.num_samples >= 1, f"reward_backprop.num_samples must be >= 1, got {self.num_samples}")
@@ -32,18 +32,6 @@ class RewardBackpropConfig:
         return self.num_samples
 
 
-def truncated_generate(model: FlowMatchingGenerator, noise: torch.Tensor, cond, keep: int) -> torch.Tensor:
-    """Euler ODE with gradients only through the last ``keep`` steps."""
-    sigmas = model.sigmas().tolist()
-    x = noise
-    total = len(sigmas) - 1
-    for k, (sigma, sigma_next) in enumerate(zip(sigmas[:-1], sigmas[1:])):
-        with torch.set_grad_enabled(k >= total - keep and torch.is_grad_enabled()):
-            t = torch.full((x.shape[0],), sigma, device=x.device, dtype=x.dtype)
-            x = x + (sigma_next - sigma) * model.velocity(x, t, cond)
-    return model.decode(x)
-
-
 @register_algorithm("reward_backprop")
 class RewardBackprop(Algorithm):
     """Maximise a differentiable reward by backpropagating through the generator."""
@@ -54,13 +42,18 @@ class RewardBackprop(Algorithm):
         super().__init__(config or RewardBackpropConfig())
         self.needs_reference = self.config.anchor_weight > 0
 
+    @property
+    def samples_per_prompt(self) -> int:
+        return self.config.samples_per_prompt
+
     def setup(self, ctx: TrainContext) -> None:
-        if not getattr(ctx.reward, "differentiable", False):
+        if self.config.truncate_steps is not None:
+            require_flow_model(ctx.policy, "reward_backprop with truncate_steps (DRaFT-K)")
+        if not ctx.reward.differentiable:
             raise ConfigError(f"reward_backprop needs a differentiable reward; {ctx.reward.name!r} is a black box "
                               "(differentiable=False) — use rwtd, festdpo, rwr or flow_grpo instead")
 
     def rollout(self, ctx: TrainContext, batch: PromptBatch, generator: torch.Generator) -> Rollout:
-        self.setup(ctx)
         expanded = batch.repeat_interleave(self.config.num_samples)
         noise = ctx.policy.make_noise(len(expanded), generator)
         with torch.no_grad():
@@ -71,8 +64,9 @@ class RewardBackprop(Algorithm):
     def loss(self, ctx: TrainContext, rollout: Rollout) -> tuple[torch.Tensor, dict[str, float]]:
         cfg, policy = self.config, ctx.policy
         cond = policy.encode(rollout.batch.prompts)
-        if cfg.truncate_steps is not None and isinstance(policy, FlowMatchingGenerator):
-            out = truncated_generate(policy, rollout.noise, cond, cfg.truncate_steps)
+        if cfg.truncate_steps is not None:
+            flow = require_flow_model(policy, "reward_backprop with truncate_steps (DRaFT-K)")
+            out = flow.decode(flow.sample_latents(rollout.noise, cond, grad_steps=cfg.truncate_steps))
         else:
             out = policy.generate(rollout.noise, cond)
         reward = ctx.score(out, rollout.batch)

@@ -72,7 +72,14 @@ class RWTD(Algorithm):
     def __init__(self, config: RWTDConfig | None = None) -> None:
         super().__init__(config or RWTDConfig())
         self.features = FeatureCache(self.config.features)
-        self.updates_per_rollout = self.config.updates_per_rollout
+
+    @property
+    def updates_per_rollout(self) -> int:
+        return self.config.updates_per_rollout
+
+    @property
+    def samples_per_prompt(self) -> int:
+        return self.config.samples_per_prompt
 
     def setup(self, ctx: TrainContext) -> None:
         self.features.get(ctx)

@@ -32,7 +32,7 @@ def measure(batch_size: int = 64, steps: int = 20, algorithm: str = "rwr", group
     with tempfile.TemporaryDirectory() as out:
         if batch_size % group:
             raise ValueError(f"batch size {batch_size} must be a multiple of the group size {group}")
-        cfg = TrainerConfig(steps=steps, batch_size=batch_size // group, output_dir=out, log_with=[], progress=False, max_grad_norm=1.0)
+        cfg = TrainerConfig(steps=steps, prompts_per_step=batch_size // group, output_dir=out, log_with=[], progress=False, max_grad_norm=1.0)
         trainer = Trainer(policy, build_algorithm(_group_config(algorithm, group)), reward, prompts, cfg)
         optimizer = torch.optim.AdamW(policy.parameters(), lr=1e-4)
         batch = prompts.sample(batch_size, torch.Generator().manual_seed(0))

@@ -1,15 +1,36 @@
-"""Core protocols: generators, rewards, algorithms, configs."""
-from .algorithm import ALGORITHMS, Algorithm, TrainContext, build_algorithm, register_algorithm
-from .config import ConfigError, apply_overrides, from_dict, load_yaml
-from .generator import GENERATORS, Generator, build_generator, load_generator, register_generator
-from .reward import REWARDS, FunctionReward, Reward, WeightedReward, build_reward, get_reward, register_reward, score
-from .prompts import PROMPT_SOURCES, PromptList, PromptSource, Unconditional, build_prompt_source, register_prompt_source
-from .types import PromptBatch, Rollout, Samples
+"""Core protocols: policies and generators (flow models among them), rewards, algorithms, prompt sources, configs.
 
-__all__ = [
-    "ALGORITHMS", "Algorithm", "TrainContext", "build_algorithm", "register_algorithm",
-    "ConfigError", "apply_overrides", "from_dict", "load_yaml",
-    "GENERATORS", "Generator", "build_generator", "load_generator", "register_generator",
-    "REWARDS", "FunctionReward", "Reward", "WeightedReward", "build_reward", "get_reward", "register_reward", "score",
-    "PromptBatch", "Rollout", "Samples", "PromptList", "PromptSource", "Unconditional", "PROMPT_SOURCES", "build_prompt_source", "register_prompt_source",
-]
+Names are imported lazily, so ``import visalign`` (and the CLI's ``--help``) stays free of torch start-up cost."""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    **{name: "algorithm" for name in ("ALGORITHMS", "Algorithm", "Evaluation", "OwnedModel", "TrainContext",
+                                      "build_algorithm", "register_algorithm")},
+    **{name: "config" for name in ("ConfigError", "apply_overrides", "from_dict", "load_yaml", "option",
+                                   "describe_config")},
+    **{name: "flow" for name in ("FlowModel", "SDETrajectory", "flow_sigmas")},
+    **{name: "generator" for name in ("GENERATORS", "Generator", "build_generator", "load_generator", "register_generator")},
+    "Policy": "policy",
+    **{name: "reward" for name in ("REWARDS", "FunctionReward", "Reward", "WeightedReward", "build_reward", "get_reward",
+                                   "register_reward", "score")},
+    **{name: "prompts" for name in ("PROMPT_SOURCES", "PromptList", "PromptSource", "Unconditional", "build_prompt_source",
+                                    "register_prompt_source")},
+    **{name: "types" for name in ("PromptBatch", "Rollout", "Samples", "modality_of")},
+    **{name: "registry" for name in ("Registry", "add_builtin_loader")},
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])
+
+
+__all__ = sorted(_EXPORTS)

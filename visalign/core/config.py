@@ -110,16 +110,52 @@ def _coerce(value: Any, annotation: Any, key: str) -> Any:
     return value
 
 
+def option(default: Any = dataclasses.MISSING, help: str = "", *, factory: Any = dataclasses.MISSING) -> Any:
+    """A dataclass field with help text (shown by ``visalign train --help-config``); ``factory`` for mutable defaults."""
+    if not help:
+        raise ValueError("option() needs help text")
+    if factory is not dataclasses.MISSING:
+        return dataclasses.field(default_factory=factory, metadata={"help": help})
+    return dataclasses.field(default=default, metadata={"help": help})
+
+
+def describe_config(cls: type, prefix: str = "") -> list[tuple[str, str, str, str]]:
+    """``(key, type, default, help)`` for every field of dataclass ``cls``; nested dataclass fields are expanded."""
+    hints = get_type_hints(cls)
+    rows = []
+    for f in dataclasses.fields(cls):
+        if not f.init:
+            continue
+        key = f"{prefix}{f.name}"
+        annotation = hints[f.name]
+        if dataclasses.is_dataclass(annotation):
+            rows += describe_config(annotation, prefix=f"{key}.")
+            continue
+        if f.default is not dataclasses.MISSING:
+            default = repr(f.default)
+        elif f.default_factory is not dataclasses.MISSING:
+            default = repr(f.default_factory())
+        else:
+            default = "(required)"
+        type_name = getattr(annotation, "__name__", None) or str(annotation).replace("typing.", "")
+        rows.append((key, type_name, default, f.metadata.get("help", "")))
+    return rows
+
+
 def from_dict(cls: type[T], data: dict[str, Any] | None, prefix: str = "") -> T:
-    """Instantiate dataclass ``cls`` from a mapping; unknown keys and ill-typed values raise ``ConfigError``."""
+    """Instantiate dataclass ``cls`` from a mapping; unknown keys and ill-typed values raise ``ConfigError``.
+
+    Init-only keys (``InitVar``, e.g. a renamed key whose ``__post_init__`` says what it became) are passed through."""
     data = dict(data or {})
     hints = get_type_hints(cls)
-    names = {f.name for f in dataclasses.fields(cls) if f.init}
+    init_only = {name for name, f in cls.__dataclass_fields__.items()
+                 if isinstance(f.type, dataclasses.InitVar) or str(f.type).startswith(("InitVar", "dataclasses.InitVar"))}
+    names = {f.name for f in dataclasses.fields(cls) if f.init} | init_only
     unknown = sorted(set(data) - names)
     where = f"{prefix}." if prefix else ""
     if unknown:
         raise ConfigError(f"unknown config key(s) {', '.join(where + k for k in unknown)}; valid keys: {', '.join(sorted(names))}")
-    kwargs = {name: _coerce(value, hints[name], where + name) for name, value in data.items()}
+    kwargs = {name: value if name in init_only else _coerce(value, hints[name], where + name) for name, value in data.items()}
     try:
         return cls(**kwargs)
     except TypeError as exc:

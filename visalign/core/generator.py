@@ -1,20 +1,19 @@
 """Generator protocol: noise (+ condition) -> samples, with a frozen reference copy and safetensors checkpoints."""
 from __future__ import annotations
 
-import copy
 import json
-from abc import ABC, abstractmethod
-from dataclasses import asdict, fields, is_dataclass
+from abc import abstractmethod
+from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Sequence
 
 import torch
-from torch import nn
 
+from .policy import Policy
 from .registry import Registry
 from .types import Samples
 
-GENERATORS: Registry["Generator"] = Registry("generator")
+GENERATORS: Registry["Generator"] = Registry("generator", entry_point_group="visalign.generators")
 CONFIG_FILE = "generator.json"
 WEIGHTS_FILE = "model.safetensors"
 
@@ -24,7 +23,7 @@ def register_generator(name: str):
     return GENERATORS.register(name)
 
 
-class Generator(nn.Module, ABC):
+class Generator(Policy):
     """Maps noise and a condition (prompts) to samples of any modality.
 
     ``kind`` is ``"one_step"`` (implicit map), ``"few_step"`` or ``"multi_step"`` (integrated sampler).
@@ -65,39 +64,37 @@ class Generator(nn.Module, ABC):
         """Differentiable map from noise (and encoded condition) to samples."""
 
     def forward(self, noise: torch.Tensor, prompts: Sequence[str] | None = None) -> Samples:
+        self.record_draws(noise.shape[0])
         return self.generate(noise, self.encode(prompts))
 
     def sample(
         self,
-        n: int | None = None,
         prompts: Sequence[str] | None = None,
         *,
         generator: torch.Generator | None = None,
+        num_samples: int = 1,
+        n: int | None = None,
         noise: torch.Tensor | None = None,
         grad: bool = False,
     ) -> Samples:
-        """Draw samples; ``grad=True`` keeps the graph for objectives that backpropagate through sampling."""
+        """``num_samples`` samples per prompt (or ``n`` unconditional ones, or one per row of ``noise``);
+        ``grad=True`` keeps the graph for objectives that backpropagate through sampling."""
+        if num_samples < 1:
+            raise ValueError(f"num_samples must be >= 1, got {num_samples}")
+        if prompts is not None:
+            if isinstance(prompts, str) or not isinstance(prompts, Sequence):
+                raise TypeError(f"prompts must be a list of strings, got {type(prompts).__name__} (for unconditional "
+                                "samples pass n=...)")
+            prompts = [p for p in prompts for _ in range(num_samples)]
         if noise is None:
-            if n is None:
-                n = len(prompts) if prompts is not None else None
-            if n is None:
-                raise ValueError("sample() needs n, prompts or noise")
-            noise = self.make_noise(n, generator)
+            count = len(prompts) if prompts is not None else (None if n is None else n * num_samples)
+            if count is None:
+                raise ValueError("sample() needs prompts, n or noise")
+            noise = self.make_noise(count, generator)
         if prompts is not None and len(prompts) != noise.shape[0]:
             raise ValueError(f"{noise.shape[0]} noise items but {len(prompts)} prompts")
         with torch.set_grad_enabled(grad):
             return self(noise, prompts)
-
-    def trainable_module(self) -> nn.Module:
-        """The part of the network an optimizer updates (the whole generator unless a subclass narrows it)."""
-        return self
-
-    def frozen_copy(self) -> "Generator":
-        """A detached, eval-mode copy to serve as the reference distribution."""
-        ref = copy.deepcopy(self)
-        ref.requires_grad_(False)
-        ref.eval()
-        return ref
 
     def config_dict(self) -> dict[str, Any]:
         if self.config is None:
@@ -115,6 +112,18 @@ class Generator(nn.Module, ABC):
         return path
 
     @classmethod
+    def load_checkpoint(cls, path: Path, meta: dict[str, Any], map_location: str | torch.device = "cpu") -> "Generator":
+        """Rebuild from a folder written by :meth:`save_pretrained` (``meta`` is its ``generator.json``)."""
+        from safetensors.torch import load_model
+
+        model = cls.from_config(meta.get("config") or {})
+        weights = path / WEIGHTS_FILE
+        if not weights.is_file():
+            raise FileNotFoundError(f"generator checkpoint {path} has no {WEIGHTS_FILE}")
+        load_model(model, str(weights), device=str(map_location))
+        return model
+
+    @classmethod
     def from_config(cls, config: Any = None, **overrides: Any) -> "Generator":
         if cls.config_class is None:
             return cls()
@@ -128,23 +137,13 @@ class Generator(nn.Module, ABC):
 
 def load_generator(path: str | Path, map_location: str | torch.device = "cpu") -> Generator:
     """Load any registered generator from a folder written by ``save_pretrained`` (safetensors only, no pickle)."""
-    from safetensors.torch import load_model
-
     path = Path(path)
     config_path = path / CONFIG_FILE
     if not config_path.is_file():
-        raise FileNotFoundError(f"no generator checkpoint at {path} (missing {CONFIG_FILE})")
+        hint = " (a diffusers pipeline folder: pass it as the adapter's `path`)" if (path / "model_index.json").is_file() else ""
+        raise FileNotFoundError(f"no generator checkpoint at {path} (missing {CONFIG_FILE}){hint}")
     meta = json.loads(config_path.read_text())
-    _import_builtin_generators()
-    cls = GENERATORS.get(meta["type"])
-    if hasattr(cls, "load_checkpoint"):
-        return cls.load_checkpoint(path, meta, map_location)
-    model = cls.from_config(meta.get("config") or {})
-    weights = path / WEIGHTS_FILE
-    if not weights.is_file():
-        raise FileNotFoundError(f"generator checkpoint {path} has no {WEIGHTS_FILE}")
-    load_model(model, str(weights), device=str(map_location))
-    return model
+    return GENERATORS.get(meta["type"]).load_checkpoint(path, meta, map_location)
 
 
 def build_generator(config: dict[str, Any]) -> Generator:
@@ -152,18 +151,7 @@ def build_generator(config: dict[str, Any]) -> Generator:
     config = dict(config)
     checkpoint = config.pop("checkpoint", None)
     if checkpoint:
-        if config.get("name") == "diffusers" and not (Path(checkpoint) / CONFIG_FILE).exists():
-            config["path"] = checkpoint
-        else:
-            return load_generator(checkpoint)
+        return load_generator(checkpoint)
     if "name" not in config:
         raise ValueError(f"generator config needs 'name' or 'checkpoint', got keys {sorted(config)}")
-    _import_builtin_generators()
-    cls = GENERATORS.get(config.pop("name"))
-    return cls.from_config(config)
-
-
-def _import_builtin_generators() -> None:
-    import importlib
-
-    importlib.import_module("visalign.generators")
+    return GENERATORS.get(config.pop("name")).from_config(config)

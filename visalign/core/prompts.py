@@ -60,8 +60,7 @@ class Unconditional(PromptSource):
         return PromptBatch([""] * n)
 
 
-PROMPT_SOURCES: Registry[PromptSource] = Registry("prompt source")
-BUILTIN_PROMPT_MODULES = ("visalign.vvr.source", "visalign.text.tasks")
+PROMPT_SOURCES: Registry[PromptSource] = Registry("prompt source", entry_point_group="visalign.prompt_sources")
 
 
 def _read_prompt_file(path: str) -> tuple[list[str], list[dict[str, Any]]]:
@@ -90,7 +89,6 @@ def _read_prompt_file(path: str) -> tuple[list[str], list[dict[str, Any]]]:
 def build_prompt_source(config: dict[str, Any] | None) -> PromptSource:
     """``{name: unconditional}``, ``{name: list, prompts: [...], eval_prompts: [...]}``,
     ``{name: file, path: prompts.txt|.jsonl, eval_path: ...}`` or any registered source (e.g. ``vvr``)."""
-    import importlib
 
     config = dict(config or {"name": "unconditional"})
     name = config.pop("name", None)
@@ -106,9 +104,6 @@ def build_prompt_source(config: dict[str, Any] | None) -> PromptSource:
         if config:
             raise ValueError(f"unknown prompts.file key(s) {sorted(config)}")
         return PromptList(prompts, meta, eval_prompts, eval_meta)
-    if name not in PROMPT_SOURCES:
-        for module in BUILTIN_PROMPT_MODULES:
-            importlib.import_module(module)
     return PROMPT_SOURCES.build(name, **config)
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 import importlib.util
 import sys
 from abc import ABC, abstractmethod
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -29,17 +28,16 @@ class Reward(ABC):
     @abstractmethod
     def __call__(self, samples: Samples, prompts: Sequence[str], metadata: Metadata) -> torch.Tensor: ...
 
-    def component_scores(self) -> dict[str, torch.Tensor]:
-        """Per-component scores ``name -> Tensor[B]`` of the last call (for logging and multi-reward advantages);
-        empty for a single reward."""
+    def components(self) -> dict[str, torch.Tensor]:
+        """Per-component scores of the last call, by name (empty for a single reward); the trainer logs their means."""
         return {}
 
-    def component_weights(self) -> dict[str, float]:
-        """The weight of each component named in ``component_scores`` (empty for a single reward)."""
-        return {}
+    def parts(self) -> list[tuple["Reward", float]]:
+        """The weighted terms this reward sums (a single reward is one term of weight 1)."""
+        return [(self, 1.0)]
 
 
-REWARDS: Registry[Reward] = Registry("reward")
+REWARDS: Registry[Reward] = Registry("reward", entry_point_group=ENTRY_POINT_GROUP)
 
 
 def register_reward(name: str) -> Callable[[type[Reward]], type[Reward]]:
@@ -88,25 +86,25 @@ class WeightedReward(Reward):
     def __init__(self, components: Sequence[tuple[Reward, float]]) -> None:
         if not components:
             raise ValueError("WeightedReward needs at least one component")
-        self.components = list(components)
-        self.name = "+".join(f"{w:g}*{r.name}" for r, w in self.components)
-        self.differentiable = all(r.differentiable for r, _ in self.components)
+        self._parts = list(components)
+        self.name = "+".join(f"{w:g}*{r.name}" for r, w in self._parts)
+        self.differentiable = all(r.differentiable for r, _ in self._parts)
         self.last_components: dict[str, torch.Tensor] = {}
+
+    def components(self) -> dict[str, torch.Tensor]:
+        return dict(self.last_components)
+
+    def parts(self) -> list[tuple[Reward, float]]:
+        return list(self._parts)
 
     def __call__(self, samples: Samples, prompts: Sequence[str], metadata: Metadata) -> torch.Tensor:
         total = None
         self.last_components = {}
-        for reward, weight in self.components:
+        for reward, weight in self._parts:
             value = score(reward, samples, prompts, metadata)
             self.last_components[reward.name] = value.detach()
             total = weight * value if total is None else total + weight * value
         return total
-
-    def component_scores(self) -> dict[str, torch.Tensor]:
-        return dict(self.last_components)
-
-    def component_weights(self) -> dict[str, float]:
-        return {reward.name: weight for reward, weight in self.components}
 
 
 def load_reward_class(spec: str) -> type[Reward]:
@@ -133,21 +131,7 @@ def load_reward_class(spec: str) -> type[Reward]:
         if not (isinstance(cls, type) and issubclass(cls, Reward)) and not callable(cls):
             raise TypeError(f"{spec} is neither a Reward subclass nor a callable")
         return cls
-    if spec in REWARDS:
-        return REWARDS.get(spec)
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        if ep.name == spec:
-            return ep.load()
-    _import_builtin_rewards()
     return REWARDS.get(spec)
-
-
-BUILTIN_REWARD_MODULES = ("visalign.rewards", "visalign.text.rewards")
-
-
-def _import_builtin_rewards() -> None:
-    for module in BUILTIN_REWARD_MODULES:
-        importlib.import_module(module)
 
 
 def get_reward(spec: str, **kwargs: Any) -> Reward:

@@ -9,7 +9,7 @@ from torch import nn
 from ..core.registry import Registry
 from ..core.types import Samples
 
-FEATURES: Registry["FeatureSpace"] = Registry("feature space")
+FEATURES: Registry["FeatureSpace"] = Registry("feature space", entry_point_group="visalign.features")
 
 
 def register_features(name: str):

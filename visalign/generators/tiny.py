@@ -19,7 +19,7 @@ from torch import nn
 
 from ..core.config import check
 from ..core.generator import Generator, register_generator
-from .flow import FlowMatchingGenerator
+from ..core.flow import FlowModel
 from .text_encoder import TinyTextEncoder
 
 TextCond = tuple[torch.Tensor, torch.Tensor]
@@ -191,7 +191,7 @@ class TinyOneStepGenerator(_TinyImageMixin, Generator):
 
 
 @register_generator("tiny_flow")
-class TinyFlowGenerator(_TinyImageMixin, FlowMatchingGenerator):
+class TinyFlowGenerator(_TinyImageMixin, FlowModel):
     """Few-step flow-matching generator; velocity from the tiny backbone at timestep ``t·1000``; samples clamped to [-1, 1]."""
 
     kind: ClassVar[str] = "few_step"

@@ -9,7 +9,7 @@ from torch import nn
 
 from ..core.config import check
 from ..core.generator import Generator, register_generator
-from .flow import FlowMatchingGenerator
+from ..core.flow import FlowModel
 
 
 def mlp(inp: int, out: int, hidden: int, layers: int) -> nn.Sequential:
@@ -56,7 +56,7 @@ class ToyOneStepGenerator(Generator):
 
 
 @register_generator("toy_flow")
-class ToyFlowGenerator(FlowMatchingGenerator):
+class ToyFlowGenerator(FlowModel):
     """Few-step flow-matching generator with an MLP velocity field ``v(x, t)``; prompts are ignored."""
 
     config_class = ToyConfig

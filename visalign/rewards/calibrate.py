@@ -37,9 +37,9 @@ def calibrate(config: Any, out: str | Path, num_prompts: int = 16, samples_per_p
     for start in tqdm(range(0, len(batch), batch_size), desc="calibrate", unit="batch"):
         chunk = PromptBatch(batch.prompts[start:start + batch_size], batch.metadata[start:start + batch_size])
         with torch.no_grad():
-            samples = generator.sample(len(chunk), chunk.prompts, generator=rng)
+            samples = generator.sample(chunk.prompts, generator=rng)
             total = score(reward, samples, chunk.prompts, chunk.metadata)
-        for name, values in (reward.component_scores() or {reward.name: total}).items():
+        for name, values in (reward.components() or {reward.name: total}).items():
             scores.setdefault(name, []).append(values.detach().float().cpu())
     calibration = measure_calibration({k: torch.cat(v) for k, v in scores.items()})
     info = {"source": source, "num_prompts": num_prompts, "samples_per_prompt": samples_per_prompt, "seed": seed,

@@ -21,7 +21,7 @@ from typing import Any, Mapping, Sequence
 
 import torch
 
-from ..core.reward import WeightedReward, build_reward, register_reward, score
+from ..core.reward import Reward, WeightedReward, build_reward, register_reward, score
 from ..core.types import Metadata, Samples
 
 
@@ -49,6 +49,11 @@ def sum_then_normalize(components: Mapping[str, torch.Tensor], group_size: int,
     """GRPO advantage of the weighted sum: ``groupnorm(Σ_k w_k r_k)``."""
     parts = _weighted(components, weights)
     return group_normalize(sum(w * r for r, w in parts), group_size, eps)
+
+
+def component_weights(reward: "Reward") -> dict[str, float]:
+    """``name -> weight`` of a reward's parts, keyed like its ``components()``."""
+    return {part.name: weight for part, weight in reward.parts()}
 
 
 def normalize_then_sum(components: Mapping[str, torch.Tensor], group_size: int,
@@ -118,7 +123,8 @@ class MultiReward(WeightedReward):
 
     ``rewards``: specs as in a run config, each with optional ``weight`` and ``label`` (the component's name;
     default the reward's name; names must be unique). ``calibration``: a JSON file written by ``visalign
-    calibrate``; it must cover every component. ``component_scores()`` returns the raw (uncalibrated) scores."""
+    calibrate``; it must cover every component. ``components()`` returns the raw (uncalibrated) scores and
+    ``parts()`` the (component, weight) pairs under the same names."""
 
     def __init__(self, rewards: Sequence[Any], calibration: str | None = None) -> None:
         parts, labels = [], []
@@ -127,14 +133,14 @@ class MultiReward(WeightedReward):
             weight = float(spec.pop("weight", 1.0))
             label = spec.pop("label", None)
             reward = build_reward(spec)
+            if label:
+                reward.name = str(label)  # the component's name in components() and parts()
             parts.append((reward, weight))
-            labels.append(str(label or reward.name))
+            labels.append(reward.name)
         duplicates = sorted({x for x in labels if labels.count(x) > 1})
         if duplicates:
             raise ValueError(f"multi reward: component names {duplicates} repeat; give each a distinct 'label'")
         super().__init__(parts)
-        self.labels = labels
-        self.weights = dict(zip(labels, (w for _, w in parts)))
         self.name = "multi(" + ",".join(labels) + ")"
         self.calibration = load_calibration(calibration) if calibration else None
         if self.calibration is not None:
@@ -145,13 +151,10 @@ class MultiReward(WeightedReward):
     def __call__(self, samples: Samples, prompts: Sequence[str], metadata: Metadata) -> torch.Tensor:
         total = None
         self.last_components = {}
-        for label, (reward, weight) in zip(self.labels, self.components):
+        for reward, weight in self.parts():
             value = score(reward, samples, prompts, metadata)
-            self.last_components[label] = value.detach()
+            self.last_components[reward.name] = value.detach()
             if self.calibration is not None:
-                value = self.calibration[label].apply(value)
+                value = self.calibration[reward.name].apply(value)
             total = weight * value if total is None else total + weight * value
         return total
-
-    def component_weights(self) -> dict[str, float]:
-        return dict(self.weights)

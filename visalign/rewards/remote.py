@@ -67,11 +67,9 @@ class RemoteReward(Reward):
         self.last_components = {k: torch.cat([p[k] for p in parts]).to(device) for k in names if all(k in p for p in parts)}
         return torch.cat(rewards).to(device)
 
-    def component_scores(self) -> dict[str, torch.Tensor]:
+    def components(self) -> dict[str, torch.Tensor]:
+        """The server reward's per-component scores of the last call; their weights are in ``self.weights``."""
         return dict(self.last_components)
-
-    def component_weights(self) -> dict[str, float]:
-        return dict(self.weights)
 
     def _post(self, body: bytes) -> bytes:
         attempts = self.retries + 1

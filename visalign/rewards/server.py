@@ -92,8 +92,9 @@ class RewardServer:
     def score(self, samples: Any, prompts: list[str], metadata: list[dict[str, Any]]) -> bytes:
         with self._lock, torch.no_grad():
             rewards = score(self.reward, samples, prompts, metadata)
-            body = encode_response(rewards, self.reward.component_scores(), self.reward.name,
-                                   self.reward.component_weights())
+            components = self.reward.components()
+            weights = {part.name: w for part, w in self.reward.parts() if part.name in components}
+            body = encode_response(rewards, components, self.reward.name, weights)
             self.requests_scored += 1
         return body
 

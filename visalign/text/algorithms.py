@@ -14,9 +14,9 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
-from ..core.algorithm import Algorithm, TrainContext, register_algorithm
+from ..core.algorithm import Algorithm, Evaluation, TrainContext, register_algorithm
 from ..core.config import check
-from ..core.reward import Reward, WeightedReward, build_reward, score
+from ..core.reward import Reward, build_reward, score
 from ..core.types import PromptBatch, Rollout
 from .advantages import ESTIMATORS, BetaPosteriorTable, group_rewards, mapp_advantages
 from .losses import distillation_loss, hybrid_loss, ppo_clip_loss
@@ -89,8 +89,16 @@ class _TextRL(Algorithm):
 
     def __init__(self, config: TextRLConfig | None = None) -> None:
         super().__init__(config or self.config_class())
-        self.updates_per_rollout = self.config.updates_per_rollout
         self.needs_reference = self.config.kl_coef > 0
+
+    @property
+    def updates_per_rollout(self) -> int:
+        return self.config.updates_per_rollout
+
+    @property
+    def samples_per_prompt(self) -> int:
+        """Completions one rollout draws per prompt."""
+        return self.config.group_size
 
     @property
     def aggregation(self) -> str:
@@ -121,12 +129,11 @@ class _TextRL(Algorithm):
             max_len=self.config.max_new_tokens or _policy(ctx).max_new_tokens,
         )
 
-    def evaluate(self, ctx: TrainContext, batch: PromptBatch) -> tuple[list[str], dict[str, float]]:
+    def evaluate(self, ctx: TrainContext, batch: PromptBatch, generator: torch.Generator) -> Evaluation:
         """Greedy completions on the held-out batch: mean reward (exact-match accuracy for 0/1 rewards)."""
         s = _policy(ctx).sample(batch.prompts, None, num_samples=1, max_new_tokens=self.config.max_new_tokens, greedy=True)
-        rewards = ctx.score(s.texts, batch).float()
-        return s.texts, {"eval/reward_mean": float(rewards.mean()), "eval/reward_std": float(rewards.std()) if len(rewards) > 1 else 0.0,
-                         "eval/completion_len": float(s.completion_mask.sum(1).float().mean())}
+        return Evaluation(s.texts, ctx.score(s.texts, batch).float(),
+                          {"eval/completion_len": float(s.completion_mask.sum(1).float().mean())})
 
 
 @register_algorithm("text_grpo")
@@ -293,17 +300,22 @@ class TextMultiReward(_TextRL):
     config_class = TextMultiRewardConfig
     config: TextMultiRewardConfig
 
+    def __init__(self, config: TextMultiRewardConfig | None = None) -> None:
+        super().__init__(config)
+        self._built: list[tuple[Reward, float]] | None = None
+
     def _components(self, ctx: TrainContext) -> list[tuple[Reward, float]]:
         if self.config.rewards:
-            if getattr(self, "_built", None) is None:
+            if self._built is None:
                 self._built = []
                 for spec in self.config.rewards:
                     weight = float(spec.get("weight", 1.0)) if isinstance(spec, dict) else 1.0
                     self._built.append((build_reward(spec), weight))
             return self._built
-        if isinstance(ctx.reward, WeightedReward):
-            return list(ctx.reward.components)
-        raise ValueError("text_multi_reward needs algorithm.rewards or a weighted-sum (list) reward with >= 2 components")
+        parts = ctx.reward.parts()
+        if len(parts) < 2:
+            raise ValueError("text_multi_reward needs algorithm.rewards or a weighted-sum (list) reward with >= 2 components")
+        return parts
 
     def rollout(self, ctx: TrainContext, batch: PromptBatch, generator: torch.Generator) -> Rollout:
         s, rep = self._sample(ctx, batch, generator)
@@ -430,7 +442,7 @@ class TextMultiTurn(_TextRL):
                         "adv/abs_mean": float(rollout.extras["advantages"].abs().mean())})
         return loss, metrics
 
-    def evaluate(self, ctx: TrainContext, batch: PromptBatch) -> tuple[list[str], dict[str, float]]:
+    def evaluate(self, ctx: TrainContext, batch: PromptBatch, generator: torch.Generator) -> Evaluation:
         """Greedy multi-turn episodes: mean trajectory reward and success rate."""
         if self.env is None:
             self.setup(ctx)
@@ -439,6 +451,5 @@ class TextMultiTurn(_TextRL):
                                   c.max_new_tokens, greedy=True)
         rewards = torch.tensor([t.reward for t in trajs])
         texts = [t.turns[-1].context + t.turns[-1].action for t in trajs]
-        return texts, {"eval/reward_mean": float(rewards.mean()),
-                       "eval/success": float((rewards >= c.success_threshold).float().mean()),
-                       "eval/turns_mean": sum(len(t.turns) for t in trajs) / len(trajs)}
+        return Evaluation(texts, rewards, {"eval/success": float((rewards >= c.success_threshold).float().mean()),
+                                           "eval/turns_mean": sum(len(t.turns) for t in trajs) / len(trajs)})

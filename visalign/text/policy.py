@@ -1,7 +1,6 @@
 """Causal-LM policy: seeded batched sampling of G completions per prompt and token log-probs with masks."""
 from __future__ import annotations
 
-import copy
 import inspect
 import json
 from dataclasses import dataclass
@@ -10,6 +9,8 @@ from typing import Any, Sequence
 
 import torch
 from torch import nn
+
+from ..core.policy import Policy
 
 POLICY_FILE = "text_policy.json"
 
@@ -32,7 +33,7 @@ class TextSamples:
         return len(self.texts)
 
 
-class CausalLMPolicy(nn.Module):
+class CausalLMPolicy(Policy):
     """Wraps a ``transformers`` causal LM and its tokenizer as a trainable text policy.
 
     The sampling distribution is ``softmax(logits / temperature)``; :meth:`token_logprobs` scores tokens under the
@@ -95,13 +96,6 @@ class CausalLMPolicy(nn.Module):
         settings = {"max_new_tokens": self.max_new_tokens, "temperature": self.temperature, "use_cache": self.use_cache}
         (path / POLICY_FILE).write_text(json.dumps(settings, indent=2))
         return path
-
-    def frozen_copy(self) -> "CausalLMPolicy":
-        """A detached eval-mode copy (reference / old policy)."""
-        ref = copy.deepcopy(self)
-        ref.requires_grad_(False)
-        ref.eval()
-        return ref
 
     @property
     def device(self) -> torch.device:
@@ -172,6 +166,7 @@ class CausalLMPolicy(nn.Module):
         """``num_samples`` completions per prompt (grouped: prompt ``i``'s samples are rows ``i*G .. i*G+G-1``)."""
         if num_samples < 1:
             raise ValueError(f"num_samples must be >= 1, got {num_samples}")
+        self.record_draws(len(prompts) * num_samples)
         max_new = max_new_tokens or self.max_new_tokens
         prompt_ids, prompt_mask = self.encode_prompts(prompts)
         prompt_ids = prompt_ids.repeat_interleave(num_samples, dim=0)

@@ -1,56 +1,63 @@
 """Trainer configuration (mirrored by the ``trainer:`` section of the YAML configs)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass
 from typing import Literal
 
-from ..core.config import check
+from ..core.config import ConfigError, check, option
+
+TRACKERS = ("tensorboard", "wandb", "mlflow", "comet_ml", "aim", "clearml", "dvclive")
 
 
 @dataclass
 class TrainerConfig:
-    """How long and how to optimise; everything about *what* is optimised lives in the algorithm config.
+    """How long and how to optimise; everything about *what* is optimised lives in the algorithm config."""
 
-    ``eval_seed`` fixes the evaluation noise apart from ``seed``, so runs that differ in training seed or method
-    are scored on the same draws."""
+    steps: int = option(100, "optimizer steps to run (each: rollouts of prompts_per_step prompts x grad_accum, then updates)")
+    prompts_per_step: int = option(16, "prompts drawn per micro-batch on each process; the algorithm draws its "
+                                       "samples_per_prompt samples for each")
+    grad_accum: int = option(1, "micro-batches (rollouts) accumulated into one optimizer step")
+    learning_rate: float = option(1e-4, "AdamW learning rate of the policy's trainable parameters")
+    weight_decay: float = option(0.0, "AdamW weight decay")
+    adam_betas: tuple[float, float] = option((0.9, 0.999), "AdamW betas")
+    warmup_steps: int = option(0, "linear learning-rate warm-up steps")
+    lr_schedule: Literal["constant", "cosine", "linear"] = option("constant", "learning-rate schedule after warm-up")
+    min_lr_ratio: float = option(0.0, "final learning rate as a fraction of learning_rate (cosine / linear)")
+    max_grad_norm: float | None = option(1.0, "clip the gradient norm to this value (null: no clipping)")
+    mixed_precision: Literal["no", "bf16", "fp16"] = option("no", "autocast precision of rollouts and losses (bf16 on GPUs)")
+    ema_decay: float | None = option(None, "EMA of the policy's trainable weights, used for evaluation and the export")
+    eval_every: int = option(0, "evaluate every N steps (0: only before and after training)")
+    eval_batch_size: int = option(32, "prompts in the fixed held-out evaluation batch")
+    save_every: int = option(0, "write a resumable checkpoint every N steps (0: never)")
+    keep_checkpoints: int = option(2, "checkpoints kept on disk (older ones of this run are pruned)")
+    preview_every: int = option(0, "save a sample grid every N steps (0: only before and after)")
+    log_every: int = option(1, "log training metrics every N steps")
+    output_dir: str = option("runs/default", "run folder: metrics, pictures, checkpoints, final export")
+    seed: int = option(0, "seed of every training draw (prompts, noise), distinct per step, rank and micro-batch")
+    eval_seed: int = option(1234, "seed of the evaluation noise, apart from seed, so runs are scored on the same draws")
+    log_with: list[str] = option(help="trackers for accelerate (tensorboard, wandb, ...); [] for metrics.jsonl only",
+                                 factory=lambda: ["tensorboard"])
+    cpu: bool = option(False, "force the CPU even when an accelerator is present")
+    resume_from: str | None = option(None, "checkpoint folder to resume from, or 'latest'")
+    progress: bool = option(True, "show a tqdm progress bar")
+    batch_size: InitVar[int | None] = None
 
-    steps: int = 100
-    batch_size: int = 16
-    grad_accum: int = 1
-    learning_rate: float = 1e-4
-    weight_decay: float = 0.0
-    adam_betas: tuple[float, float] = (0.9, 0.999)
-    warmup_steps: int = 0
-    lr_schedule: Literal["constant", "cosine", "linear"] = "constant"
-    min_lr_ratio: float = 0.0
-    max_grad_norm: float | None = 1.0
-    mixed_precision: Literal["no", "bf16", "fp16"] = "no"
-    ema_decay: float | None = None
-    eval_every: int = 0
-    eval_batch_size: int = 32
-    save_every: int = 0
-    keep_checkpoints: int = 2
-    preview_every: int = 0
-    log_every: int = 1
-    output_dir: str = "runs/default"
-    seed: int = 0
-    eval_seed: int = 1234
-    log_with: list[str] = field(default_factory=lambda: ["tensorboard"])
-    cpu: bool = False
-    resume_from: str | None = None
-    progress: bool = True
-
-    def __post_init__(self) -> None:
+    def __post_init__(self, batch_size: int | None) -> None:
+        if batch_size is not None:
+            raise ConfigError("trainer.batch_size was renamed to trainer.prompts_per_step (prompts per micro-batch; "
+                              "each algorithm draws its samples_per_prompt samples for every prompt)")
         check(self.steps >= 0, f"trainer.steps must be >= 0, got {self.steps}")
-        check(self.batch_size >= 1, f"trainer.batch_size must be >= 1, got {self.batch_size}")
+        check(self.prompts_per_step >= 1, f"trainer.prompts_per_step must be >= 1, got {self.prompts_per_step}")
         check(self.grad_accum >= 1, f"trainer.grad_accum must be >= 1, got {self.grad_accum}")
         check(self.learning_rate > 0, f"trainer.learning_rate must be > 0, got {self.learning_rate}")
         check(self.max_grad_norm is None or self.max_grad_norm > 0, "trainer.max_grad_norm must be > 0 or null")
         check(self.ema_decay is None or 0 < self.ema_decay < 1, f"trainer.ema_decay must be in (0, 1), got {self.ema_decay}")
-        for name in ("eval_every", "save_every", "preview_every", "warmup_steps"):
-            check(getattr(self, name) >= 0, f"trainer.{name} must be >= 0")
+        for name, value in (("eval_every", self.eval_every), ("save_every", self.save_every),
+                            ("preview_every", self.preview_every), ("warmup_steps", self.warmup_steps)):
+            check(value >= 0, f"trainer.{name} must be >= 0, got {value}")
         check(0 <= self.min_lr_ratio <= 1, f"trainer.min_lr_ratio must be in [0, 1], got {self.min_lr_ratio}")
         check(self.log_every >= 1, "trainer.log_every must be >= 1")
         check(self.keep_checkpoints >= 1, "trainer.keep_checkpoints must be >= 1")
-        unknown = set(self.log_with) - {"tensorboard", "wandb", "mlflow", "comet_ml", "aim", "clearml", "dvclive"}
+        check(self.eval_batch_size >= 1, f"trainer.eval_batch_size must be >= 1, got {self.eval_batch_size}")
+        unknown = set(self.log_with) - set(TRACKERS)
         check(not unknown, f"trainer.log_with has unknown tracker(s) {sorted(unknown)}")

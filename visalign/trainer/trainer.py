@@ -1,14 +1,15 @@
 """One trainer for generators and language models: sample -> reward -> loss -> step, on accelerate."""
 from __future__ import annotations
 
-import copy
+import contextlib
 import json
 import math
 import shutil
 import sys
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import torch
@@ -16,10 +17,12 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from ..core.algorithm import Algorithm, TrainContext
+from ..core.policy import Policy
 from ..core.prompts import PromptSource
-from ..core.reward import Reward, score
-from ..core.types import PromptBatch, Samples
+from ..core.reward import Reward
+from ..core.types import PromptBatch, Rollout
 from . import state as ckpt
+from .callbacks import TrainerCallback
 from .config import TrainerConfig
 from .visuals import plot_reward_curve, save_samples
 
@@ -58,24 +61,55 @@ def lr_factor(cfg: TrainerConfig, step: int) -> float:
     return cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * shape
 
 
+@dataclass
+class TrainedModel:
+    """One optimised model of a run: its parameters, optimizer, LR schedule, gradient clipping and optional EMA."""
+
+    module: nn.Module
+    params: list[nn.Parameter]
+    optimizer: Any
+    scheduler: torch.optim.lr_scheduler.LambdaLR
+    max_grad_norm: float | None
+    ema: Any = None
+
+    def ema_swap(self):
+        """Context: the EMA weights in place of the trained ones (a no-op without EMA)."""
+        if self.ema is None:
+            return contextlib.nullcontext()
+
+        @contextlib.contextmanager
+        def swap():
+            self.ema.store(self.params)
+            self.ema.copy_to(self.params)
+            try:
+                yield
+            finally:
+                self.ema.restore(self.params)
+
+        return swap()
+
+
 class Trainer:
     """Optimises ``policy`` with ``algorithm`` against ``reward`` on prompts from ``prompts``.
 
     The model, sampler (inside the algorithm's rollout), reward and objective stay separate parts, so the same
-    loop serves one-step image generators, flow models and causal LMs. Gradients are all-reduced explicitly
-    after backward, because objectives call several methods of the policy, not just ``forward``.
+    loop serves one-step image generators, flow models, video and audio-video models and causal LMs. Gradients are
+    all-reduced explicitly after backward (one flat bucket), because objectives call several methods of the policy,
+    not just ``forward``. Models an algorithm owns (``Algorithm.owned_models``: reward models, critics) get their own
+    optimizer, schedule, gradient sync, EMA and checkpoints. ``callbacks`` hook into the loop.
     """
 
     def __init__(
         self,
-        policy: nn.Module,
+        policy: Policy,
         algorithm: Algorithm,
         reward: Reward,
         prompts: PromptSource,
         config: TrainerConfig | None = None,
-        reference: nn.Module | None = None,
+        reference: Policy | None = None,
         eval_reward: Reward | None = None,
         accelerator: Any = None,
+        callbacks: Sequence[TrainerCallback] = (),
     ) -> None:
         from accelerate import Accelerator
         from accelerate.utils import ProjectConfiguration
@@ -92,6 +126,7 @@ class Trainer:
                 project_config=ProjectConfiguration(project_dir=str(self.output_dir), logging_dir=str(self.output_dir / "logs")),
             )
         self.accelerator = accelerator
+        self.callbacks = list(callbacks)
         torch.manual_seed(cfg.seed + self.accelerator.process_index)
         self.policy = policy.to(self.accelerator.device)
         self.algorithm = algorithm
@@ -99,30 +134,53 @@ class Trainer:
         self.eval_reward = eval_reward or reward
         self.prompts = prompts
         if reference is None and algorithm.needs_reference:
-            reference = policy.frozen_copy() if hasattr(policy, "frozen_copy") else _frozen_deepcopy(policy)
+            reference = policy.frozen_copy()
         self.reference = reference.to(self.accelerator.device) if reference is not None else None
         self.ctx = TrainContext(self.policy, self.reference, reward, self.accelerator.device, autocast=self.accelerator.autocast)
         algorithm.setup(self.ctx)
-        for module in algorithm.modules().values():
-            module.to(self.accelerator.device)
 
-        trainable = policy.trainable_module() if hasattr(policy, "trainable_module") else policy
-        self.params = [p for p in trainable.parameters() if p.requires_grad]
-        if not self.params:
-            raise ValueError("the policy has no trainable parameters")
-        optimizer = torch.optim.AdamW(self.params, lr=cfg.learning_rate, betas=tuple(cfg.adam_betas), weight_decay=cfg.weight_decay)
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(cfg, s))
-        self.optimizer = self.accelerator.prepare(optimizer)
-        self.ema = None
-        if cfg.ema_decay:
-            from diffusers.training_utils import EMAModel
-
-            self.ema = EMAModel(self.params, decay=cfg.ema_decay)
+        self.trained = self._optimised(policy.trainable_module(), cfg.learning_rate, cfg.weight_decay, tuple(cfg.adam_betas),
+                                       cfg.max_grad_norm, cfg.ema_decay, "the policy")
+        self.owned = {name: self._optimised(spec.module.to(self.accelerator.device), spec.learning_rate, spec.weight_decay,
+                                            tuple(spec.betas), spec.max_grad_norm, spec.ema_decay, f"owned model {name!r}")
+                      for name, spec in algorithm.owned_models().items()}
         self.step = 0
         self.samples_seen = 0
         self.history: list[dict[str, float]] = []
         if cfg.resume_from:
             self.load_checkpoint(self._resolve_checkpoint(cfg.resume_from))
+
+    def _optimised(self, module: nn.Module, lr: float, weight_decay: float, betas: tuple[float, float],
+                   max_grad_norm: float | None, ema_decay: float | None, what: str) -> TrainedModel:
+        cfg = self.config
+        params = [p for p in module.parameters() if p.requires_grad]
+        if not params:
+            raise ValueError(f"{what} has no trainable parameters")
+        optimizer = torch.optim.AdamW(params, lr=lr, betas=betas, weight_decay=weight_decay)
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(cfg, s))
+        ema = None
+        if ema_decay:
+            from diffusers.training_utils import EMAModel
+
+            ema = EMAModel(params, decay=ema_decay)
+        return TrainedModel(module, params, self.accelerator.prepare(optimizer), scheduler, max_grad_norm, ema)
+
+    @property
+    def params(self) -> list[nn.Parameter]:
+        """The policy's trainable parameters."""
+        return self.trained.params
+
+    @property
+    def optimizer(self) -> Any:
+        return self.trained.optimizer
+
+    @property
+    def scheduler(self) -> torch.optim.lr_scheduler.LambdaLR:
+        return self.trained.scheduler
+
+    @property
+    def ema(self) -> Any:
+        return self.trained.ema
 
     # ------------------------------------------------------------------ loop
     def train(self) -> dict[str, float]:
@@ -133,6 +191,8 @@ class Trainer:
             self.output_dir.mkdir(parents=True, exist_ok=True)
         if cfg.log_with:
             acc.init_trackers("visalign")
+        for cb in self.callbacks:
+            cb.on_train_begin(self)
         if self.step == 0:
             self._evaluate(tag="before")
         bar = tqdm(range(self.step, cfg.steps), initial=self.step, total=cfg.steps, disable=not (cfg.progress and acc.is_main_process), desc="train")
@@ -149,12 +209,13 @@ class Trainer:
                 self.save_checkpoint()
         summary = self._evaluate(tag="after")
         if acc.is_main_process:
-            if hasattr(self.policy, "save_pretrained"):
-                with self._ema_weights():
-                    self.policy.save_pretrained(self.output_dir / "final")
+            with self.trained.ema_swap():
+                self.policy.save_pretrained(self.output_dir / "final")
             plot_reward_curve(self.history, self.output_dir / "reward_curve.png")
             (self.output_dir / "summary.json").write_text(json.dumps(summary, indent=2))
         acc.wait_for_everyone()
+        for cb in self.callbacks:
+            cb.on_train_end(self, summary)
         return summary
 
     def close(self) -> None:
@@ -163,44 +224,85 @@ class Trainer:
         self.accelerator.end_training()
 
     def train_step(self) -> dict[str, float]:
-        """One optimizer step (with grad accumulation and ``algorithm.updates_per_rollout`` updates)."""
+        """One optimizer step: ``grad_accum`` rollouts, ``algorithm.updates_per_rollout`` updates on them, then the
+        refits of the algorithm's owned models that are due."""
         cfg, acc = self.config, self.accelerator
         self.policy.train()
         self.ctx.step = self.step
+        self.ctx.reward_components.clear()
         rollouts = []
         for micro in range(cfg.grad_accum):
             rng = step_generator(cfg.seed, self.step, acc.process_index, micro)
-            batch = self.prompts.sample(cfg.batch_size, rng)
+            batch = self.prompts.sample(cfg.prompts_per_step, rng)
+            for cb in self.callbacks:
+                cb.on_rollout_begin(self)
             with acc.autocast():
-                rollouts.append(self.algorithm.rollout(self.ctx, batch, rng))
+                rollout = self.algorithm.rollout(self.ctx, batch, rng)
+            for cb in self.callbacks:
+                cb.on_rollout_end(self, rollout)
+            rollouts.append(rollout)
         metrics: dict[str, list[float]] = {}
-        for _ in range(int(getattr(self.algorithm, "updates_per_rollout", 1))):
+        for _ in range(self.algorithm.updates_per_rollout):
             for rollout in rollouts:
                 with acc.autocast():
                     loss, m = self.algorithm.loss(self.ctx, rollout)
-                if not torch.isfinite(loss):
-                    raise FloatingPointError(f"{self.algorithm.name}: non-finite loss {loss.item()} at step {self.step}")
-                acc.backward(loss / cfg.grad_accum)
+                self._backward(loss, 1 / cfg.grad_accum, f"{self.algorithm.name}: non-finite loss {{}} at step {self.step}")
                 for k, v in {"loss": loss.item(), **m}.items():
                     metrics.setdefault(k, []).append(float(v))
-            self._all_reduce_grads()
-            if cfg.max_grad_norm:
-                norm = acc.clip_grad_norm_(self.params, cfg.max_grad_norm)
-                metrics.setdefault("grad_norm", []).append(float(norm))
-            self.optimizer.step()
-            self.optimizer.zero_grad(set_to_none=True)
-        self.scheduler.step()
-        if self.ema is not None:
-            self.ema.step(self.params)
-        for rollout in rollouts:
-            for k, v in self.algorithm.refit(self.ctx, rollout).items():
-                metrics.setdefault(k, []).append(float(v))
+            self._update(self.trained, metrics, "grad_norm")
+        self.trained.scheduler.step()
+        self._refit_owned(rollouts, metrics)
         self.step += 1
         out = {k: float(np.mean(v)) for k, v in metrics.items()}
+        out.update(self._reward_metrics(rollouts))
+        for cb in self.callbacks:
+            cb.on_step_end(self, out)
+        return out
+
+    def _backward(self, loss: torch.Tensor, scale: float, message: str) -> None:
+        if not torch.isfinite(loss):
+            raise FloatingPointError(message.format(loss.item()))
+        self.accelerator.backward(loss * scale)
+
+    def _update(self, model: TrainedModel, metrics: dict[str, list[float]], norm_key: str) -> None:
+        """Sync gradients across ranks, clip, step, clear, and update the EMA."""
+        self._all_reduce_grads(model.params)
+        if model.max_grad_norm:
+            norm = self.accelerator.clip_grad_norm_(model.params, model.max_grad_norm)
+            metrics.setdefault(norm_key, []).append(float(norm))
+        model.optimizer.step()
+        model.optimizer.zero_grad(set_to_none=True)
+        if model.ema is not None:
+            model.ema.step(model.params)
+
+    def _refit_owned(self, rollouts: list[Rollout], metrics: dict[str, list[float]]) -> None:
+        """Optimizer steps of the algorithm's owned models that are due this step. Gradients that reach the policy
+        during a refit are discarded, so a refit never moves the policy (nor a policy step an owned model)."""
+        specs = self.algorithm.owned_models()
+        for name, model in self.owned.items():
+            spec = specs[name]
+            if (self.step + 1) % spec.every:
+                continue
+            for refit_step in range(spec.steps):
+                model.optimizer.zero_grad(set_to_none=True)
+                with self.accelerator.autocast():
+                    loss, m = self.algorithm.refit_loss(self.ctx, name, rollouts, refit_step)
+                self._backward(loss, 1.0, f"{self.algorithm.name}: non-finite loss {{}} of owned model {name!r} at step {self.step}")
+                self.trained.optimizer.zero_grad(set_to_none=True)
+                for k, v in {f"{name}/loss": loss.item(), **m}.items():
+                    metrics.setdefault(k, []).append(float(v))
+                self._update(model, metrics, f"{name}/grad_norm")
+            model.scheduler.step()
+
+    def _reward_metrics(self, rollouts: list[Rollout]) -> dict[str, float]:
+        acc = self.accelerator
         rewards = acc.gather(torch.cat([r.rewards.detach().float().reshape(-1) for r in rollouts]).to(acc.device))
-        out.update({"reward/mean": rewards.mean().item(), "reward/std": rewards.std().item() if rewards.numel() > 1 else 0.0,
-                    "reward/max": rewards.max().item(), "reward/min": rewards.min().item(), "lr": self.scheduler.get_last_lr()[0],
-                    "samples_seen": float(self._count_samples(rewards.numel()))})
+        out = {"reward/mean": rewards.mean().item(), "reward/std": rewards.std().item() if rewards.numel() > 1 else 0.0,
+               "reward/max": rewards.max().item(), "reward/min": rewards.min().item(), "lr": self.trained.scheduler.get_last_lr()[0],
+               "samples_seen": float(self._count_samples(rewards.numel()))}
+        for name, values in self.ctx.reward_components.items():
+            component = acc.gather(torch.cat(values).to(acc.device))
+            out[f"reward/{name}"] = component.mean().item()
         return out
 
     def _count_samples(self, new: int) -> int:
@@ -208,16 +310,21 @@ class Trainer:
         self.samples_seen += new
         return self.samples_seen
 
-    def _all_reduce_grads(self) -> None:
+    def _all_reduce_grads(self, params: list[nn.Parameter]) -> None:
+        """Average gradients over ranks in one flat all-reduce (parameters without a gradient count as zero)."""
         if self.accelerator.num_processes == 1:
             return
         import torch.distributed as dist
 
-        for p in self.params:
+        for p in params:
             if p.grad is None:
                 p.grad = torch.zeros_like(p)
-            dist.all_reduce(p.grad)
-            p.grad.div_(self.accelerator.num_processes)
+        grads = [p.grad for p in params]
+        flat = torch._utils._flatten_dense_tensors(grads)
+        dist.all_reduce(flat)
+        flat.div_(self.accelerator.num_processes)
+        for grad, synced in zip(grads, torch._utils._unflatten_dense_tensors(flat, grads)):
+            grad.copy_(synced)
 
     # ------------------------------------------------------------ evaluation
     def evaluate(self, batch: PromptBatch | None = None) -> dict[str, float]:
@@ -230,40 +337,22 @@ class Trainer:
         rng = step_generator(cfg.eval_seed, 0, acc.process_index, stream=1)
         self.policy.eval()
         eval_ctx = TrainContext(self.policy, self.reference, self.eval_reward, acc.device, self.step, acc.autocast)
-        with self._ema_weights(), torch.no_grad(), acc.autocast():
-            if hasattr(self.algorithm, "evaluate"):
-                result = self.algorithm.evaluate(eval_ctx, batch)
-                samples, metrics = result if isinstance(result, tuple) else (None, result)
-            else:
-                samples = self.policy.sample(prompts=batch.prompts, generator=rng) if hasattr(self.policy, "sample") else None
-                if samples is None:
-                    samples = self.algorithm.rollout(eval_ctx, batch, rng).samples
-                rewards = acc.gather(score(self.eval_reward, samples, batch.prompts, batch.metadata).float().to(acc.device))
-                metrics = {"eval/reward_mean": rewards.mean().item(), "eval/reward_std": rewards.std().item() if rewards.numel() > 1 else 0.0}
+        with contextlib.ExitStack() as stack:
+            for model in self._models().values():
+                stack.enter_context(model.ema_swap())
+            with torch.no_grad(), acc.autocast():
+                result = self.algorithm.evaluate(eval_ctx, batch, rng)
         self.policy.train()
-        metrics = {k: float(v) for k, v in metrics.items()}
-        if save and tag and samples is not None and acc.is_main_process:
-            save_samples(samples, self.output_dir / "samples" / f"{tag}.png", batch.prompts, max_images=PREVIEW_IMAGES)
+        rewards = acc.gather(result.rewards.detach().float().reshape(-1).to(acc.device))
+        metrics = {"eval/reward_mean": rewards.mean().item(), "eval/reward_std": rewards.std().item() if rewards.numel() > 1 else 0.0,
+                   **{k: float(v) for k, v in result.metrics.items()}}
+        if save and tag and acc.is_main_process:
+            save_samples(result.samples, self.output_dir / "samples" / f"{tag}.png", batch.prompts, max_images=PREVIEW_IMAGES)
         if log:
             self._log(metrics)
+        for cb in self.callbacks:
+            cb.on_evaluate(self, tag, metrics)
         return {"step": self.step, **metrics}
-
-    def _ema_weights(self):
-        import contextlib
-
-        if self.ema is None:
-            return contextlib.nullcontext()
-
-        @contextlib.contextmanager
-        def swap():
-            self.ema.store(self.params)
-            self.ema.copy_to(self.params)
-            try:
-                yield
-            finally:
-                self.ema.restore(self.params)
-
-        return swap()
 
     # --------------------------------------------------------------- logging
     def _log(self, metrics: dict[str, float]) -> None:
@@ -278,20 +367,26 @@ class Trainer:
                 f.write(json.dumps(record) + "\n")
 
     # ----------------------------------------------------------- checkpoints
+    def _models(self) -> dict[str, TrainedModel]:
+        """Every optimised model by checkpoint prefix: the policy and each owned model."""
+        return {"": self.trained, **{f"owned_{name}_": model for name, model in self.owned.items()}}
+
     def save_checkpoint(self, path: str | Path | None = None) -> Path:
-        """Policy, optimizer, scheduler, EMA, algorithm state, RNG states and step — safetensors + JSON only."""
+        """Policy, owned models, optimizers, schedulers, EMAs, algorithm state, RNG states and step —
+        safetensors + JSON only."""
         acc = self.accelerator
         path = Path(path) if path else self.output_dir / "checkpoints" / f"step_{self.step:06d}"
         acc.wait_for_everyone()
         if acc.is_main_process:
             path.mkdir(parents=True, exist_ok=True)
             ckpt.save_module(self.policy, path / "policy.safetensors")
-            ckpt.save_state_dict(self.optimizer.state_dict(), path / "optimizer")
-            (path / "scheduler.json").write_text(json.dumps(self.scheduler.state_dict()))
-            if self.ema is not None:
-                ckpt.save_state_dict(self.ema.state_dict(), path / "ema")
-            for name, module in self.algorithm.modules().items():
-                ckpt.save_module(module, path / f"algorithm_{name}.safetensors")
+            for prefix, model in self._models().items():
+                if prefix:
+                    ckpt.save_module(model.module, path / f"{prefix}model.safetensors")
+                ckpt.save_state_dict(model.optimizer.state_dict(), path / f"{prefix}optimizer")
+                (path / f"{prefix}scheduler.json").write_text(json.dumps(model.scheduler.state_dict()))
+                if model.ema is not None:
+                    ckpt.save_state_dict(model.ema.state_dict(), path / f"{prefix}ema")
             ckpt.save_state_dict({"state": self.algorithm.state_dict()}, path / "algorithm_state")
             (path / "trainer_state.json").write_text(json.dumps({"step": self.step, "samples_seen": self.samples_seen, "history": self.history}))
             (path.parent / "latest").write_text(path.name)
@@ -299,6 +394,8 @@ class Trainer:
         acc.wait_for_everyone()
         ckpt.save_state_dict(ckpt.rng_state(), path / f"rng_{acc.process_index}")
         acc.wait_for_everyone()
+        for cb in self.callbacks:
+            cb.on_save(self, path)
         return path
 
     def load_checkpoint(self, path: str | Path) -> None:
@@ -307,12 +404,13 @@ class Trainer:
         if not (path / "trainer_state.json").is_file():
             raise FileNotFoundError(f"no training checkpoint at {path} (missing trainer_state.json)")
         ckpt.load_module(self.policy, path / "policy.safetensors")
-        self.optimizer.load_state_dict(ckpt.load_state_dict(path / "optimizer"))
-        self.scheduler.load_state_dict(json.loads((path / "scheduler.json").read_text()))
-        if self.ema is not None:
-            self.ema.load_state_dict(ckpt.load_state_dict(path / "ema"))
-        for name, module in self.algorithm.modules().items():
-            ckpt.load_module(module, path / f"algorithm_{name}.safetensors")
+        for prefix, model in self._models().items():
+            if prefix:
+                ckpt.load_module(model.module, path / f"{prefix}model.safetensors")
+            model.optimizer.load_state_dict(ckpt.load_state_dict(path / f"{prefix}optimizer"))
+            model.scheduler.load_state_dict(json.loads((path / f"{prefix}scheduler.json").read_text()))
+            if model.ema is not None:
+                model.ema.load_state_dict(ckpt.load_state_dict(path / f"{prefix}ema"))
         self.algorithm.load_state_dict(ckpt.load_state_dict(path / "algorithm_state")["state"])
         state = json.loads((path / "trainer_state.json").read_text())
         self.step, self.samples_seen, self.history = state["step"], state["samples_seen"], state["history"]
@@ -347,9 +445,3 @@ def _allow_new_precision(mixed_precision: str) -> None:
     state = AcceleratorState._shared_state
     if state and state.get("_mixed_precision") != mixed_precision and PartialState().num_processes == 1:
         AcceleratorState._reset_state()
-
-
-def _frozen_deepcopy(module: nn.Module) -> nn.Module:
-    ref = copy.deepcopy(module)
-    ref.requires_grad_(False)
-    return ref.eval()

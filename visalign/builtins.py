@@ -1,0 +1,10 @@
+"""The one place that imports visalign's built-in generators, rewards, algorithms, prompt sources and feature spaces
+(their decorators fill the core registries). The package root hands :func:`load` to the registries, so ``core``
+imports nothing above it."""
+from __future__ import annotations
+
+
+def load() -> None:
+    from . import algorithms, features, generators, rewards  # noqa: F401
+    from .text import algorithms as text_algorithms, rewards as text_rewards, tasks  # noqa: F401
+    from .vvr import source  # noqa: F401
