@@ -76,3 +76,5 @@ def test_reward_config_trains_one_step(path, tiny_files, tmp_path):
     steps = [r for r in records if "loss" in r]
     assert [r["step"] for r in steps] == [1] and steps[0]["loss"] == steps[0]["loss"]
     assert steps[0]["reward/std"] >= 0 and "eval/reward_mean" in json.dumps(records)
+    if path.stem == "multi":  # the trainer logs each component of a multi reward
+        assert {"reward/pickscore", "reward/aesthetic"} <= set(steps[0])
