@@ -27,12 +27,10 @@ PROMPTS = ["a red circle", "a blue square"]
 
 @pytest.fixture(scope="module")
 def hps_files(tmp_path_factory):
+    from visalign.rewards.tiny_models import tiny_open_clip
+
     folder = tmp_path_factory.mktemp("hps")
-    config = folder / "visalign-tiny-vit-h.json"
-    config.write_text(json.dumps(TINY_VIT_H))
-    open_clip.add_model_config(config)
-    torch.manual_seed(0)
-    model = open_clip.create_model("visalign-tiny-vit-h", pretrained=None)
+    config, model = tiny_open_clip(folder, "visalign-tiny-vit-h", TINY_VIT_H)
     torch.save({"state_dict": model.state_dict(), "epoch": 1}, str(folder / "HPS_v2.1_compressed.pt"))
     return config, folder / "HPS_v2.1_compressed.pt"
 

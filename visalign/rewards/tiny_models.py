@@ -116,3 +116,17 @@ def save_tiny_llava(folder: Path, arch: dict | None = None, seed: int = 0) -> Pa
     LlavaForConditionalGeneration(config).save_pretrained(str(folder))
     processor.save_pretrained(str(folder))
     return folder
+
+
+def tiny_open_clip(folder: Path, name: str, config: dict, seed: int = 0) -> tuple[Path, torch.nn.Module]:
+    """An open_clip model JSON ``folder/name.json`` (registered with open_clip) and a random model of it."""
+    import json
+
+    from .clip import import_open_clip
+
+    open_clip = import_open_clip()
+    path = folder / f"{name}.json"
+    path.write_text(json.dumps(config))
+    open_clip.add_model_config(path)
+    torch.manual_seed(seed)
+    return path, open_clip.create_model(name, pretrained=None)
