@@ -72,6 +72,9 @@ def _add_bench_commands(bench: argparse.ArgumentParser) -> None:
     transport.add_argument("--repeats", type=int, default=5)
     transport.add_argument("--threads", type=int, default=None, help="torch threads (1 gives stable ratios on a busy machine)")
     transport.set_defaults(bench_func=lambda a: _bench_module("transport_overhead").run(a))
+    from .reward_cli import add_benches
+
+    add_benches(sub)
     try:
         from .vvr.bench import add_bench_arguments, run_bench
     except ImportError:
@@ -115,6 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench = sub.add_parser("bench", help="benchmarks: vvr (VVRBench reports), overhead (trainer cost), transport (OT/KDE cost)")
     _add_bench_commands(bench)
     bench.set_defaults(func=_cmd_bench)
+    from .reward_cli import add_commands
+
+    add_commands(sub)
     return parser
 
 
