@@ -163,7 +163,11 @@ def build_generator(config: dict[str, Any]) -> Generator:
     return cls.from_config(config)
 
 
+BUILTIN_GENERATOR_MODULES = ("visalign.generators", "visalign.poem.flow")
+
+
 def _import_builtin_generators() -> None:
     import importlib
 
-    importlib.import_module("visalign.generators")
+    for module in BUILTIN_GENERATOR_MODULES:
+        importlib.import_module(module)
