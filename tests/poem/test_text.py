@@ -121,3 +121,34 @@ def test_save_load_round_trip_and_errors(experts, tmp_path):
                            char_tokenizer("0123456789"))
     with pytest.raises(ValueError, match="another tokenizer"):
         ComposedCausalLMPolicy(ref, [other], [1.0])
+
+
+def test_lora_adapters_of_one_base_compose_like_separate_models(tmp_path):
+    from peft import LoraConfig, PeftModel, get_peft_model
+
+    tok = char_tokenizer(ADDITION_CHARS)
+    base = CausalLMPolicy(tiny_causal_lm(tok, "gpt2", hidden=32, layers=1, heads=2, max_positions=32, seed=0), tok, max_new_tokens=3)
+    base.save_pretrained(tmp_path / "base")
+    adapters = []
+    for seed in (1, 2):
+        torch.manual_seed(seed)
+        model = CausalLMPolicy.from_pretrained(tmp_path / "base").model
+        lora = LoraConfig(r=4, lora_alpha=16, target_modules=["c_attn"], fan_in_fan_out=True, init_lora_weights=False)
+        get_peft_model(model, lora).save_pretrained(tmp_path / f"adapter{seed}")
+        adapters.append(tmp_path / f"adapter{seed}")
+    s = base.sample(["3+4=", "10+5="], torch.Generator().manual_seed(0), num_samples=3)
+    args = (s.prompt_ids, s.prompt_mask, s.completion_ids, s.completion_mask)
+    single = CausalLMPolicy(PeftModel.from_pretrained(CausalLMPolicy.from_pretrained(tmp_path / "base").model, str(adapters[1])), tok)
+    with torch.no_grad():
+        unit = ComposedCausalLMPolicy.from_adapters(tmp_path / "base", adapters, [0.0, 1.0])
+        torch.testing.assert_close(unit.token_logprobs(*args), single.token_logprobs(*args), atol=1e-5, rtol=0)
+        zero = ComposedCausalLMPolicy.from_adapters(tmp_path / "base", adapters, [0.0, 0.0])
+        torch.testing.assert_close(zero.token_logprobs(*args), base.token_logprobs(*args), atol=1e-5, rtol=0)
+        assert (single.token_logprobs(*args) - base.token_logprobs(*args)).abs().max() > 1e-3  # the adapter matters
+    mixed = ComposedCausalLMPolicy.from_adapters(tmp_path / "base", adapters, [0.5, 0.5])
+    mixed.save_pretrained(tmp_path / "poem")
+    loaded = ComposedCausalLMPolicy.from_pretrained(tmp_path / "poem")
+    g = lambda: torch.Generator().manual_seed(5)  # noqa: E731
+    assert loaded.sample(["1+2="], g(), num_samples=4).texts == mixed.sample(["1+2="], g(), num_samples=4).texts
+    with pytest.raises(FileNotFoundError, match="adapter_config.json"):
+        ComposedCausalLMPolicy.from_adapters(tmp_path / "base", [tmp_path / "base"], [1.0])

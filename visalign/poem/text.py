@@ -3,7 +3,8 @@
 sequence-level variant that draws from ``π_ref(y) Π_k (π_k(y) / π_ref(y))^{λ ĉ_k}`` by sampling-importance-resampling
 (SIR) from the token-level proposal.
 
-Per-token renormalisation makes the token-level product only an approximation of the sequence-level tilt (the exact
+The experts are separate causal-LM folders of one tokenizer, or LoRA adapters of one base (``from_adapters``, via
+``peft``). Per-token renormalisation makes the token-level product only an approximation of the sequence-level tilt (the exact
 tilt needs soft values of the future); SIR corrects it with weights ``Π_t Z_t``, the product of the per-token
 normalisers, and is exact as the number of proposals grows.
 """
@@ -105,6 +106,25 @@ class ProductOfExpertsLM(nn.Module):
         return ComposedLMOutput(ref_logp + self.strength * shift, tuple(caches) if use_cache else None)
 
 
+class AdapterExpert(nn.Module):
+    """One LoRA adapter of a shared ``peft`` model seen as a causal LM (``adapter=None``: the base, adapters off).
+
+    Every expert of an adapter composition wraps the same model, so the base weights are held once; each forward
+    activates its adapter first (K + 1 forwards per token, as for separate models)."""
+
+    def __init__(self, peft_model: nn.Module, adapter: str | None) -> None:
+        super().__init__()
+        self.peft_model = peft_model
+        self.adapter = adapter
+
+    def forward(self, **kwargs: Any) -> Any:
+        if self.adapter is None:
+            with self.peft_model.disable_adapter():
+                return self.peft_model(**kwargs)
+        self.peft_model.set_adapter(self.adapter)
+        return self.peft_model(**kwargs)
+
+
 class ComposedCausalLMPolicy(CausalLMPolicy):
     """A PoEM-composed text policy usable wherever a :class:`CausalLMPolicy` samples or scores text.
 
@@ -138,6 +158,40 @@ class ComposedCausalLMPolicy(CausalLMPolicy):
         self.level: Level = level
         self.num_proposals = num_proposals
         self.last_ess: float | None = None
+        self._adapter_sources: tuple[Path, list[Path]] | None = None
+
+    @classmethod
+    def from_adapters(
+        cls,
+        base: str | Path,
+        adapters: Sequence[str | Path],
+        coef: torch.Tensor | Sequence[float],
+        strength: float = 1.0,
+        level: Level = "token",
+        num_proposals: int = 16,
+    ) -> "ComposedCausalLMPolicy":
+        """Compose LoRA adapters (``peft`` folders) of one base causal-LM folder; the base is the reference."""
+        from peft import PeftModel
+
+        base_policy = CausalLMPolicy.from_pretrained(base)
+        if not adapters:
+            raise ValueError("from_adapters needs at least one adapter folder")
+        for a in adapters:
+            if not (Path(a) / "adapter_config.json").is_file():
+                raise FileNotFoundError(f"no peft adapter at {a} (missing adapter_config.json)")
+        names = [f"basis_{k:03d}" for k in range(len(adapters))]
+        shared = PeftModel.from_pretrained(base_policy.model, str(adapters[0]), adapter_name=names[0])
+        for name, folder in zip(names[1:], adapters[1:]):
+            shared.load_adapter(str(folder), adapter_name=name)
+        shared.requires_grad_(False)
+
+        def view(adapter: str | None) -> CausalLMPolicy:
+            return CausalLMPolicy(AdapterExpert(shared, adapter), base_policy.tokenizer, max_new_tokens=base_policy.max_new_tokens,
+                                  temperature=base_policy.temperature, use_cache=base_policy.use_cache)
+
+        composed = cls(view(None), [view(n) for n in names], coef, strength, level, num_proposals)
+        composed._adapter_sources = (Path(base), [Path(a) for a in adapters])
+        return composed
 
     @property
     def coef(self) -> torch.Tensor:
@@ -181,7 +235,8 @@ class ComposedCausalLMPolicy(CausalLMPolicy):
 
     # --------------------------------------------------------------------------------------------- checkpoints
     def expert_policies(self) -> list[CausalLMPolicy]:
-        """The reference and basis models as plain policies (sharing weights with this one)."""
+        """The reference and basis models as plain policies (sharing weights with this one; adapter experts save
+        only through the composed folder)."""
         models = [self.model.reference, *self.model.experts]
         return [CausalLMPolicy(m, self.tokenizer, max_new_tokens=self.max_new_tokens, temperature=t, use_cache=self.use_cache)
                 for m, t in zip(models, self.model.temperatures)]
@@ -190,13 +245,19 @@ class ComposedCausalLMPolicy(CausalLMPolicy):
         """A folder with ``poem_text.json`` (coefficients, strength, level) and one causal-LM folder per expert."""
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
-        experts = self.expert_policies()
-        names = ["reference", *[f"basis_{k:03d}" for k in range(len(experts) - 1)]]
-        for name, policy in zip(names, experts):
-            policy.save_pretrained(path / name)
+        names = ["reference", *[f"basis_{k:03d}" for k in range(len(self.model.experts))]]
+        if self._adapter_sources is not None:
+            import shutil
+
+            base, adapters = self._adapter_sources
+            for name, folder in zip(names, [base, *adapters]):
+                shutil.copytree(folder, path / name, dirs_exist_ok=True)
+        else:
+            for name, policy in zip(names, self.expert_policies()):
+                policy.save_pretrained(path / name)
         meta = {"kind": "poem_text", "reference": names[0], "bases": names[1:], "coef": self.coef.tolist(),
                 "strength": self.strength, "level": self.level, "num_proposals": self.num_proposals,
-                "max_new_tokens": self.max_new_tokens}
+                "max_new_tokens": self.max_new_tokens, "adapters": self._adapter_sources is not None}
         (path / COMPOSED_TEXT_FILE).write_text(json.dumps(meta, indent=2))
         return path
 
@@ -208,6 +269,11 @@ class ComposedCausalLMPolicy(CausalLMPolicy):
         if not meta_file.is_file():
             raise FileNotFoundError(f"no composed text policy at {path} (missing {COMPOSED_TEXT_FILE})")
         meta = {**json.loads(meta_file.read_text()), **overrides}
+        if meta.get("adapters"):
+            composed = cls.from_adapters(path / meta["reference"], [path / b for b in meta["bases"]], meta["coef"],
+                                         meta["strength"], meta["level"], meta["num_proposals"])
+            composed.max_new_tokens = meta["max_new_tokens"]
+            return composed
         reference = CausalLMPolicy.from_pretrained(path / meta["reference"])
         bases = [CausalLMPolicy.from_pretrained(path / b) for b in meta["bases"]]
         return cls(reference, bases, meta["coef"], meta["strength"], meta["level"], meta["num_proposals"], meta["max_new_tokens"])
@@ -221,4 +287,4 @@ def sequence_log_ratios(reference: CausalLMPolicy, bases: Sequence[CausalLMPolic
     return torch.stack([b.token_logprobs(*args).sum(1) - ref for b in bases], dim=1)
 
 
-__all__ = ["COMPOSED_TEXT_FILE", "ComposedCausalLMPolicy", "ComposedLMOutput", "ProductOfExpertsLM", "sequence_log_ratios"]
+__all__ = ["COMPOSED_TEXT_FILE", "AdapterExpert", "ComposedCausalLMPolicy", "ComposedLMOutput", "ProductOfExpertsLM", "sequence_log_ratios"]
