@@ -9,11 +9,6 @@ from visalign.text import ADDITION_CHARS, CausalLMPolicy, ExactMatchReward, Text
 PROMPT = ["1+2="]
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    torch.set_num_threads(1)
-
-
 @pytest.fixture(scope="module")
 def experts():
     """A reference and two bases with peaked, different next-token distributions (final layer norm scaled up)."""
