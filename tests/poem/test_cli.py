@@ -44,7 +44,7 @@ def test_flow_checkpoints_with_basis_rewards_and_a_plugin_reward(flow_folders, t
     fit = json.loads((out / "poem_fit.json").read_text())
     assert fit["coverage"] == pytest.approx(1.0, abs=1e-6) and fit["coef"] == pytest.approx([0.5, 0.5], abs=1e-5)
     composed = load_generator(out)
-    assert isinstance(composed, ComposedFlowGenerator) and composed.sample(2).shape == (2, 3, 8, 8)
+    assert isinstance(composed, ComposedFlowGenerator) and composed.sample(n=2).shape == (2, 3, 8, 8)
 
 
 def test_flow_log_ratio_fit_per_step(flow_folders, tmp_path, capsys):

@@ -67,7 +67,7 @@ def test_prompt_conditioned_experts_each_encode_the_prompts(tiny):
     composed = ComposedFlowGenerator.compose(ref, [a, b], [0.5, 0.5])
     x = composed.sample(noise=noise, prompts=PROMPTS)
     assert x.shape == (2, 3, 8, 8) and x.abs().max() <= 1
-    assert composed.sample(4).shape == (4, 3, 8, 8)  # no prompts: the empty prompt
+    assert composed.sample(n=4).shape == (4, 3, 8, 8)  # no prompts: the empty prompt
 
 
 def test_save_load_round_trip_through_the_generator_registry(tiny, tmp_path):

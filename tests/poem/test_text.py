@@ -92,10 +92,11 @@ def test_log_ratio_features_and_use_in_a_text_algorithm(experts):
     composed = ComposedCausalLMPolicy(ref, [b1, b2], [0.5, 0.5], level="sequence", num_proposals=4)
     batch = PromptBatch(["1+1=", "2+2="], [{"answer": "2"}, {"answer": "4"}])
     ctx = TrainContext(composed, None, ExactMatchReward(), torch.device("cpu"))
-    texts, metrics = TextGRPO(TextGRPOConfig(group_size=2)).evaluate(ctx, batch)
-    assert len(texts) == 2 and 0 <= metrics["eval/reward_mean"] <= 1
     rollout = TextGRPO(TextGRPOConfig(group_size=2)).rollout(ctx, batch, torch.Generator().manual_seed(0))
-    assert rollout.rewards.shape == (4,)
+    assert rollout.rewards.shape == (4,) and len(rollout.samples) == 4
+    greedy = composed.sample(batch.prompts, torch.Generator().manual_seed(1), greedy=True)  # as text evaluation calls it
+    assert len(greedy) == 2 and greedy.completion_ids.shape[0] == 2
+    assert greedy.texts == composed.sample(batch.prompts, torch.Generator().manual_seed(1), greedy=True).texts
 
 
 def test_save_load_round_trip_and_errors(experts, tmp_path):
