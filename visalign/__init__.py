@@ -35,6 +35,7 @@ _EXPORTS = {
         "RemoteRewardError", "VLMJudge", "normalize_then_sum", "sum_then_normalize",
     )},
     **{name: "visalign.text" for name in ("CausalLMPolicy", "TextGRPO", "TextDistill", "TextMultiReward", "TextMultiTurn")},
+    **{name: "visalign.poem" for name in ("ComposedCausalLMPolicy", "ComposedFlowGenerator")},
 }
 
 

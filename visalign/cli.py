@@ -90,7 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Align image, video and audio-video generators (and LLMs) with rewards and preferences.",
         epilog="Examples:\n  visalign demo\n  visalign train configs/demo.yaml trainer.steps=200 algorithm.beta=0.5\n"
         "  visalign sample --checkpoint runs/demo/final --prompt 'a red circle' --out grid.png\n"
-        "  visalign bench vvr --split bench --images DIR --out report/",
+        "  visalign bench vvr --split bench --images DIR --out report/\n"
+        "  visalign poem --reference REF --bases A B --reward brightness --basis-rewards r_a r_b --out composed/",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -115,6 +116,12 @@ def build_parser() -> argparse.ArgumentParser:
     sample.add_argument("--out", default="samples.png")
     sample.set_defaults(func=_cmd_sample)
 
+    from .poem.cli import add_arguments as add_poem_arguments, run as run_poem
+
+    poem = sub.add_parser("poem", help="PoEM: compose tuned checkpoints for a new reward (coverage, c_hat, composed model)")
+    add_poem_arguments(poem)
+    poem.set_defaults(func=run_poem)
+
     bench = sub.add_parser("bench", help="benchmarks: vvr (VVRBench reports), overhead (trainer cost), transport (OT/KDE cost)")
     _add_bench_commands(bench)
     bench.set_defaults(func=_cmd_bench)
@@ -129,6 +136,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .core.config import ConfigError
 
     input_errors: tuple[type[Exception], ...] = (ConfigError, FileNotFoundError)
+    if args.command == "poem":
+        input_errors += (ValueError,)
     if args.command == "bench" and args.bench_name == "vvr":
         from .vvr.bench import BenchInputError
 
