@@ -104,7 +104,8 @@ class Segmentation:
         for k in range(0, len(pa), 256):
             d2 = ((pa[k:k + 256, None, :] - pb[None, :, :]) ** 2).sum(-1)
             best = min(best, float(d2.min()))
-        return max(0.0, math.sqrt(best) - 1.0) / self.side
+        d = math.sqrt(best)  # between pixel centres: 1 (side by side) or 1.41 (diagonal) is contact
+        return (0.0 if d <= 1.5 else d - 1.0) / self.side
 
     def inside(self, i: int, j: int) -> float:
         """Share of component ``i``'s pixels that lie within component ``j``'s filled outline."""
@@ -219,37 +220,48 @@ def despeckle(cls: np.ndarray) -> np.ndarray:
     return out
 
 
-def resolve_boundaries(cls: np.ndarray) -> np.ndarray:
-    """Give thin colour regions (bands where two colours mix, rings around nested objects, fringes) to the nearest
-    colour *core*: a region eroded by ``t`` px; pixels within ``2t + 1`` px of a core of their own colour stay."""
+def resolve_boundaries(cls: np.ndarray, rgb: np.ndarray) -> np.ndarray:
+    """Give thin colour regions (bands where two colours mix, rings around nested objects, fringes) to a colour
+    *core* nearby: a core is a colour region eroded by ``t`` px; pixels within ``2t + 1`` px of a core of their own
+    colour stay; the others take, of the colours with a core within ``3t + 2`` px, the one whose core colour is
+    closest to theirs (on a band between two colours: the nearer end of the mix)."""
     side = min(cls.shape)
     t = max(1, round(0.012 * side))
-    core = np.zeros(cls.shape, bool)
+    reach = 3 * t + 2
     orphan = np.zeros(cls.shape, bool)
+    cores: list[tuple[int, tuple[slice, slice], np.ndarray]] = []
     slices = ndimage.find_objects(cls.astype(np.int16) + 2)  # label value v -> class v - 2
     for v, sl in enumerate(slices, start=1):
         k = v - 2
         if sl is None or k == BG:
             continue
-        sl = _pad(sl, 2 * t + 2, cls.shape)
+        sl = _pad(sl, reach + 1, cls.shape)
         m = cls[sl] == k
         ck = ndimage.minimum_filter(m.view(np.uint8), size=2 * t + 1, mode="constant", cval=0).astype(bool) & m
         near = ndimage.maximum_filter(ck.view(np.uint8), size=4 * t + 3, mode="constant", cval=0).astype(bool)
-        core[sl] |= ck
         orphan[sl] |= m & ~near
-    if not orphan.any() or not core.any():
+        if ck.any():
+            cores.append((k, sl, ck))
+    if not orphan.any() or not cores:
         return cls
     oy, ox = np.nonzero(orphan)
-    y0, y1 = max(0, oy.min() - 3 * t - 2), min(cls.shape[0], oy.max() + 3 * t + 3)
-    x0, x1 = max(0, ox.min() - 3 * t - 2), min(cls.shape[1], ox.max() + 3 * t + 3)
-    sub_core = core[y0:y1, x0:x1]
-    if not sub_core.any():
-        return cls
-    dist, (iy, ix) = ndimage.distance_transform_edt(~sub_core, return_indices=True)
-    ry, rx = oy - y0, ox - x0
-    close = dist[ry, rx] <= 3 * t + 2
+    best = np.full(len(oy), np.inf, np.float32)
     out = cls.copy()
-    out[oy[close], ox[close]] = cls[iy[ry[close], rx[close]] + y0, ix[ry[close], rx[close]] + x0]
+    pix = rgb[oy, ox]
+    for k, sl, ck in cores:
+        reach_k = ndimage.maximum_filter(ck.view(np.uint8), size=2 * reach + 1, mode="constant", cval=0).astype(bool)
+        iy, ix = oy - sl[0].start, ox - sl[1].start
+        inside = (iy >= 0) & (iy < ck.shape[0]) & (ix >= 0) & (ix < ck.shape[1])
+        cand = np.zeros(len(oy), bool)
+        cand[inside] = reach_k[iy[inside], ix[inside]]
+        if not cand.any():
+            continue
+        colour = np.median(rgb[sl][ck], 0)
+        d = ((pix[cand] - colour) ** 2).sum(1)
+        idx = np.nonzero(cand)[0]
+        better = d < best[idx]
+        best[idx[better]] = d[better]
+        out[oy[idx[better]], ox[idx[better]]] = k
     return out
 
 
@@ -308,7 +320,7 @@ def segment(image: np.ndarray | Image.Image) -> Segmentation:
     h, w = arr.shape[:2]
     pix = pixel_classes(arr)
     rgb = arr.astype(np.float32)
-    cls = resolve_boundaries(pix.cls)
+    cls = resolve_boundaries(pix.cls, rgb)
     bg_med = pix.background
     bg_name, _ = name_background(bg_med)
     total = float(h * w)

@@ -106,7 +106,7 @@ def shape_features(mask: np.ndarray, weights: np.ndarray | None = None) -> Shape
 def classify_shape(f: ShapeFeatures) -> str:
     """circle / square / triangle / star / other. ``e`` decides (measured over blur, JPEG, noise and 64 px renders:
     circles 1.000-1.041, squares 1.060-1.164, triangles 1.30-1.55); ``fill`` breaks ties in 1.04-1.06."""
-    if f.solidity < 0.84:
+    if f.solidity < 0.78:
         return "star" if f.aspect < 1.5 else "other"
     if f.aspect > 1.6 or f.e > 1.9:
         return "other"
