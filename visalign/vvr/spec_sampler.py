@@ -679,6 +679,25 @@ assert set(TASK_TYPES) | set(EXTENSION_TYPES) == set(BUILDERS)
 # ---------------------------------------------------------------- filling up to a complexity
 
 
+_SYMMETRIC = {"same_count", "same_row", "same_column", "same_size", "touching", "not_touching", "all_same_size",
+              "symmetric", "same_color", "different_color"}
+_INVERSE = {"right_of": "left_of", "below": "above", "smaller_than": "larger_than", "contains": "inside",
+            "fewer_than_count": "more_than_count", "all_right_of": "all_left_of", "all_below": "all_above",
+            "all_smaller_than": "all_larger_than", "each_contains": "each_inside"}
+
+
+def relation_key(r: Relation) -> tuple:
+    """Relations that state the same thing get the same key (A left of B = B right of A; A, B same row = B, A)."""
+    if r.type in _INVERSE:
+        return (_INVERSE[r.type], r.object, r.subject, None, None, None)
+    if r.type == "farther_than":
+        return ("closer_than", r.subject, None, r.anchor_b, r.anchor_a, None)
+    if r.type in _SYMMETRIC and r.object is not None:
+        a, b = sorted((r.subject, r.object))
+        return (r.type, a, b, None, None, None)
+    return (r.type, r.subject, r.object, r.anchor_a, r.anchor_b, r.references)
+
+
 def _try_relation(d: Draft, t: str) -> Relation | None:
     """A relation of type ``t`` between existing groups that holds on the witness (with its margin), if any."""
     rng = d.rng
@@ -707,9 +726,9 @@ def _try_relation(d: Draft, t: str) -> Relation | None:
         return None
     rng.shuffle(cands)
     view = WitnessView(d.scene())
-    existing = {(r.type, r.subject, r.object, r.anchor_a, r.anchor_b, r.references) for r in d.relations}
+    existing = {relation_key(r) for r in d.relations}
     for rel in cands[:12]:
-        if (rel.type, rel.subject, rel.object, rel.anchor_a, rel.anchor_b, rel.references) in existing:
+        if relation_key(rel) in existing:
             continue
         if d.holds(rel, view):
             return rel
