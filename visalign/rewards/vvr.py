@@ -11,17 +11,26 @@ from ..core.types import Metadata, Samples
 
 @register_reward("vvr")
 class VVRReward(Reward):
-    """Scores images ``B x 3 x H x W`` in [-1, 1] against ``metadata[i]["task"]``.
+    """Scores images ``B x 3 x H x W`` in [-1, 1] against ``metadata[i]["task"]``: a v2 row (the paper's format,
+    ``visual_spec_json``) or a v1 task.
 
-    Default: soft gate x weighted partial credit (near misses earn up to 0.5 per constraint). ``strict=True``:
-    the all-satisfied bit. ``weights`` maps constraint types to weights (default 1). ``last_details`` keeps the
-    per-image pass/fail lists and fractions of the latest call. ``features`` (the ``reward`` feature space) is the
-    differentiable colour layout the verifier reads (:func:`visalign.vvr.features.colour_layout`, ``layout_grid``).
+    v2 (closed world): the paper's RL reward, dense partial credit x soft gates (count, shape, relations,
+    1 / (1 + 0.2 extras), forbidden colours) clipped to [0, 1]; ``tolerances`` "default" or "paper".
+    v1: soft gate x weighted partial credit (near misses earn up to 0.5 per constraint; ``weights`` maps constraint
+    types to weights). ``strict=True``: the all-satisfied bit for both. ``last_details`` keeps the per-image
+    outcome of the latest call. ``features`` (the ``reward`` feature space) is the differentiable colour layout
+    the v1 verifier reads (:func:`visalign.vvr.features.colour_layout`, ``layout_grid``).
     """
 
     differentiable = False
 
-    def __init__(self, strict: bool = False, weights: dict[str, float] | None = None, layout_grid: int = 4) -> None:
+    def __init__(self, strict: bool = False, weights: dict[str, float] | None = None, layout_grid: int = 4,
+                 tolerances: str = "default") -> None:
+        from ..vvr.tolerances import MODES
+
+        if tolerances not in MODES:
+            raise ValueError(f"vvr reward: tolerances must be one of {MODES}, got {tolerances!r}")
+        self.tolerances = tolerances
         self.strict = strict
         self.weights = dict(weights or {})
         self.layout_grid = layout_grid
@@ -29,6 +38,7 @@ class VVRReward(Reward):
         self._cache: dict[str, Any] = {}
 
     def _task(self, meta: dict[str, Any], i: int) -> Any:
+        from ..vvr.spec_task import SpecTask, is_v2_row
         from ..vvr.task import Task
 
         if not isinstance(meta, dict) or "task" not in meta:
@@ -38,7 +48,7 @@ class VVRReward(Reward):
         key = raw.get("id") if isinstance(raw, dict) else None
         if key is not None and key in self._cache:
             return self._cache[key]
-        task = Task.from_dict(raw)
+        task = SpecTask.from_row(raw, f"metadata[{i}]") if is_v2_row(raw) else Task.from_dict(raw)
         if key is not None:
             if len(self._cache) > 4096:
                 self._cache.clear()
@@ -52,6 +62,8 @@ class VVRReward(Reward):
         return colour_layout(samples, self.layout_grid).flatten(1)
 
     def __call__(self, samples: Samples, prompts: Sequence[str], metadata: Metadata) -> torch.Tensor:
+        from ..vvr.spec_task import SpecTask
+        from ..vvr.spec_verifier import verify_spec
         from ..vvr.verifier import verify
 
         if not isinstance(samples, torch.Tensor) or samples.dim() != 4 or samples.shape[1] != 3:
@@ -64,6 +76,12 @@ class VVRReward(Reward):
         out, self.last_details = [], []
         for i, (img, meta) in enumerate(zip(images, metadata)):
             task = self._task(meta, i)
+            if isinstance(task, SpecTask):
+                r2 = verify_spec(img, task.spec, self.tolerances)
+                out.append(float(r2.strict) if self.strict else r2.reward)
+                self.last_details.append({"task_id": task.id, "all_satisfied": r2.strict, "dense": r2.dense,
+                                          "reward": r2.reward, "extras": r2.extras, "criteria": r2.criteria()})
+                continue
             res = verify(img, task)
             w = [self.weights.get(c.type, 1.0) for c in task.constraints]
             out.append(res.reward(w, strict=self.strict))

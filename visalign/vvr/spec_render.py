@@ -20,3 +20,19 @@ def render_spec_task(task: SpecTask | dict[str, Any], size: int = 256, noise_std
         raise ValueError(f"task {task.id} has no witness scene to render (rows from released files do not)")
     return render_scene(scene, size, task.background, noise_std, seed, colours=OBJECT_COLOURS,
                         backgrounds=BACKGROUND_COLOURS)
+
+
+def write_spec_renders(tasks: list[SpecTask], folder: str, size: int = 256, fmt: str = "png") -> list[str]:
+    """Render each task's witness to ``folder/<task_id>.<fmt>`` (reference solutions, e.g. to test the bench)."""
+    from pathlib import Path
+
+    from PIL import Image
+
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for t in tasks:
+        p = out / f"{t.id}.{fmt}"
+        Image.fromarray(render_spec_task(t, size)).save(p)
+        paths.append(str(p))
+    return paths
