@@ -124,9 +124,9 @@ class Segmentation:
         mb[by0 - y0:by1 - y0, bx0 - x0:bx1 - x0] = b.mask
         if (ma & mb).sum() > 0.5 * min(ma.sum(), mb.sum()):
             return 0.0  # one inside the other: nested, not overlapping
-        st = np.ones((5, 5), bool)
-        zone = ndimage.binary_dilation(ma & ~mb, st) & ndimage.binary_dilation(mb & ~ma, st)
-        length = zone.sum() / 4.0 / self.side
+        edge_a, edge_b = ma & ~ndimage.binary_erosion(ma), mb & ~ndimage.binary_erosion(mb)
+        near_a, near_b = (ndimage.binary_dilation(m, _EIGHT, iterations=2) for m in (ma & ~mb, mb & ~ma))
+        length = 0.5 * float((edge_a & near_b).sum() + (edge_b & near_a).sum()) / self.side
         diam = 2 * min(a.s, b.s) / math.sqrt(math.pi)
         return float(length / max(diam, 1e-6))
 
@@ -220,16 +220,28 @@ def despeckle(cls: np.ndarray) -> np.ndarray:
     return out
 
 
-def resolve_boundaries(cls: np.ndarray, rgb: np.ndarray) -> np.ndarray:
-    """Give thin colour regions (bands where two colours mix, rings around nested objects, fringes) to a colour
-    *core* nearby: a core is a colour region eroded by ``t`` px; pixels within ``2t + 1`` px of a core of their own
-    colour stay; the others take, of the colours with a core within ``3t + 2`` px, the one whose core colour is
-    closest to theirs (on a band between two colours: the nearer end of the mix)."""
+def _segment_residual(p: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distance of colours ``p`` (N x 3) to the segment a -> b and the position along it (0 at a, 1 at b)."""
+    v = b - a
+    t = np.clip(((p - a) @ v) / max(float(v @ v), 1e-6), 0.0, 1.0)
+    return np.sqrt(((p - a - t[:, None] * v) ** 2).sum(1)), t
+
+
+def resolve_boundaries(cls: np.ndarray, rgb: np.ndarray, background: np.ndarray) -> np.ndarray:
+    """Settle the pixels where colours meet. A *core* is a colour region eroded by ``t`` px.
+
+    - Thin colour regions (bands where two colours mix, rings around nested objects, fringes): pixels with no core
+      of their own colour within ``2t + 1`` px take, of the colours with a core within ``3t + 2`` px, the one whose
+      core colour is closest to theirs (on a band between two colours: the nearer end of the mix).
+    - Background pixels within reach of two colours' cores whose colour lies on the mix of those two colours (closer
+      to it than to either colour's mix with the background, as where the mix of yellow and cyan looks like beige)
+      take the nearer of the two."""
     side = min(cls.shape)
     t = max(1, round(0.012 * side))
     reach = 3 * t + 2
     orphan = np.zeros(cls.shape, bool)
-    cores: list[tuple[int, tuple[slice, slice], np.ndarray]] = []
+    n_reach = np.zeros(cls.shape, np.uint8)
+    cores: list[tuple[int, tuple[slice, slice], np.ndarray, np.ndarray, np.ndarray]] = []
     slices = ndimage.find_objects(cls.astype(np.int16) + 2)  # label value v -> class v - 2
     for v, sl in enumerate(slices, start=1):
         k = v - 2
@@ -241,27 +253,49 @@ def resolve_boundaries(cls: np.ndarray, rgb: np.ndarray) -> np.ndarray:
         near = ndimage.maximum_filter(ck.view(np.uint8), size=4 * t + 3, mode="constant", cval=0).astype(bool)
         orphan[sl] |= m & ~near
         if ck.any():
-            cores.append((k, sl, ck))
-    if not orphan.any() or not cores:
+            reach_k = ndimage.maximum_filter(ck.view(np.uint8), size=2 * reach + 1, mode="constant", cval=0).astype(bool)
+            n_reach[sl] += reach_k
+            cores.append((k, sl, ck, reach_k, np.median(rgb[sl][ck], 0)))
+    if not cores:
         return cls
-    oy, ox = np.nonzero(orphan)
-    best = np.full(len(oy), np.inf, np.float32)
     out = cls.copy()
-    pix = rgb[oy, ox]
-    for k, sl, ck in cores:
-        reach_k = ndimage.maximum_filter(ck.view(np.uint8), size=2 * reach + 1, mode="constant", cval=0).astype(bool)
-        iy, ix = oy - sl[0].start, ox - sl[1].start
-        inside = (iy >= 0) & (iy < ck.shape[0]) & (ix >= 0) & (ix < ck.shape[1])
-        cand = np.zeros(len(oy), bool)
-        cand[inside] = reach_k[iy[inside], ix[inside]]
-        if not cand.any():
-            continue
-        colour = np.median(rgb[sl][ck], 0)
-        d = ((pix[cand] - colour) ** 2).sum(1)
-        idx = np.nonzero(cand)[0]
-        better = d < best[idx]
-        best[idx[better]] = d[better]
-        out[oy[idx[better]], ox[idx[better]]] = k
+
+    def covered(ys: np.ndarray, xs: np.ndarray, sl: tuple[slice, slice], reach_k: np.ndarray) -> np.ndarray:
+        iy, ix = ys - sl[0].start, xs - sl[1].start
+        inside = (iy >= 0) & (iy < reach_k.shape[0]) & (ix >= 0) & (ix < reach_k.shape[1])
+        hit = np.zeros(len(ys), bool)
+        hit[inside] = reach_k[iy[inside], ix[inside]]
+        return hit
+
+    if orphan.any():
+        oy, ox = np.nonzero(orphan)
+        pix = rgb[oy, ox]
+        best = np.full(len(oy), np.inf, np.float32)
+        for k, sl, _, reach_k, colour in cores:
+            idx = np.nonzero(covered(oy, ox, sl, reach_k))[0]
+            d = ((pix[idx] - colour) ** 2).sum(1)
+            better = d < best[idx]
+            best[idx[better]] = d[better]
+            out[oy[idx[better]], ox[idx[better]]] = k
+    between = (cls == BG) & (n_reach >= 2)
+    if between.any():
+        by, bx = np.nonzero(between)
+        pix = rgb[by, bx]
+        hits = [covered(by, bx, sl, reach_k) for _, sl, _, reach_k, _ in cores]
+        best = np.full(len(by), 45.0, np.float32)
+        for (k1, _, _, _, c1), h1 in zip(cores, hits):
+            for (k2, _, _, _, c2), h2 in zip(cores, hits):
+                if k2 <= k1:
+                    continue
+                idx = np.nonzero(h1 & h2)[0]
+                if not len(idx):
+                    continue
+                r_ab, pos = _segment_residual(pix[idx], c1, c2)
+                r_bg = np.minimum(_segment_residual(pix[idx], background, c1)[0],
+                                  _segment_residual(pix[idx], background, c2)[0])
+                take = (r_ab < r_bg) & (r_ab < best[idx])
+                best[idx[take]] = r_ab[take]
+                out[by[idx[take]], bx[idx[take]]] = np.where(pos[take] < 0.5, k1, k2)
     return out
 
 
@@ -320,7 +354,7 @@ def segment(image: np.ndarray | Image.Image) -> Segmentation:
     h, w = arr.shape[:2]
     pix = pixel_classes(arr)
     rgb = arr.astype(np.float32)
-    cls = resolve_boundaries(pix.cls, rgb)
+    cls = resolve_boundaries(pix.cls, rgb, pix.background.astype(np.float32))
     bg_med = pix.background
     bg_name, _ = name_background(bg_med)
     total = float(h * w)
