@@ -88,3 +88,40 @@ class VVRReward(Reward):
             self.last_details.append({"task_id": task.id, "passed": res.passed, "fraction": res.fraction,
                                       "all_satisfied": res.all_satisfied, "gate": res.gate})
         return torch.tensor(out, dtype=torch.float32, device=samples.device)
+
+
+@register_reward("vvr_video")
+class VVRVideoReward(Reward):
+    """Scores videos ``B x C x T x H x W`` in [-1, 1] against ``metadata[i]["task"]``, a video task row
+    (``visual_spec_json`` with ``modality: video`` and temporal predicates; see :mod:`visalign.vvr.video`).
+
+    Default: mean temporal-predicate credit x mean per-frame closed-world score, in [0, 1]. ``strict=True``: every
+    temporal predicate holds and at least 75% of frames are closed-world correct. ``last_details`` keeps the
+    per-video outcome of the latest call."""
+
+    differentiable = False
+
+    def __init__(self, strict: bool = False) -> None:
+        self.strict = strict
+        self.last_details: list[dict[str, Any]] = []
+
+    def __call__(self, samples: Samples, prompts: Sequence[str], metadata: Metadata) -> torch.Tensor:
+        from ..vvr.video import verify_video
+        from ..vvr.video_tasks import VideoTask
+
+        if not isinstance(samples, torch.Tensor) or samples.dim() != 5 or samples.shape[1] != 3:
+            shape = tuple(samples.shape) if isinstance(samples, torch.Tensor) else type(samples).__name__
+            raise ValueError(f"vvr_video reward needs videos B x 3 x T x H x W in [-1, 1], got {shape}")
+        if len(metadata) != samples.shape[0]:
+            raise ValueError(f"vvr_video reward: {samples.shape[0]} videos but {len(metadata)} metadata entries")
+        videos = ((samples.detach().float().clamp(-1, 1) + 1) * 127.5).round().to(torch.uint8)
+        videos = videos.permute(0, 2, 3, 4, 1).cpu().numpy()  # B T H W C
+        out, self.last_details = [], []
+        for i, (vid, meta) in enumerate(zip(videos, metadata)):
+            if not isinstance(meta, dict) or "task" not in meta:
+                raise ValueError(f"vvr_video reward: metadata[{i}] has no 'task' (a video task row)")
+            task = VideoTask.from_row(meta["task"], f"metadata[{i}]")
+            res = verify_video(vid, task.spec)
+            out.append(float(res.strict) if self.strict else res.reward)
+            self.last_details.append({"task_id": task.id, "all_satisfied": res.strict, **res.to_dict()})
+        return torch.tensor(out, dtype=torch.float32, device=samples.device)

@@ -70,10 +70,10 @@ _RED, _PURPLE, _PINK = (COLOUR_NAMES.index(c) for c in ("red", "purple", "pink")
 def hsv(rgb: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Hue in degrees [0, 360), saturation and value in [0, 1] of ``N x 3`` RGB values in [0, 255]."""
     rgb = np.asarray(rgb, np.float32)
-    mx = rgb.max(-1)
-    mn = rgb.min(-1)
-    c = mx - mn
     r, g, b = rgb[..., 0], rgb[..., 1], rgb[..., 2]
+    mx = np.maximum(np.maximum(r, g), b)
+    mn = np.minimum(np.minimum(r, g), b)
+    c = mx - mn
     safe = np.where(c > 0, c, 1.0)
     h = np.where(mx == r, (g - b) / safe, np.where(mx == g, 2.0 + (b - r) / safe, 4.0 + (r - g) / safe))
     h = (h * 60.0) % 360.0

@@ -141,11 +141,15 @@ def _boundary_points(c: Component) -> np.ndarray:
 
 
 def _border(arr: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pixels of a ``width``-wide frame around the image, with their (y, x) in [-0.5, 0.5)."""
     h, w = arr.shape[:2]
-    keep = np.zeros((h, w), bool)
-    keep[:width], keep[-width:], keep[:, :width], keep[:, -width:] = True, True, True, True
-    ys, xs = np.nonzero(keep)
-    return arr[ys, xs].astype(np.float32), ys.astype(np.float32) / h - 0.5, xs.astype(np.float32) / w - 0.5
+    yy, xx = np.mgrid[0:h, 0:w]
+    parts = [(slice(0, width), slice(None)), (slice(h - width, h), slice(None)),
+             (slice(width, h - width), slice(0, width)), (slice(width, h - width), slice(w - width, w))]
+    px = np.concatenate([arr[p].reshape(-1, 3) for p in parts]).astype(np.float32)
+    ys = np.concatenate([yy[p].ravel() for p in parts]).astype(np.float32) / h - 0.5
+    xs = np.concatenate([xx[p].ravel() for p in parts]).astype(np.float32) / w - 0.5
+    return px, ys, xs
 
 
 def background_field(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
@@ -190,7 +194,7 @@ def pixel_classes(arr: np.ndarray) -> PixelMap:
     p = arr.astype(np.float32)
     bg, bg_med, noise = background_field(arr)
     d = p - bg
-    dist = np.sqrt((d * d).sum(-1))
+    dist = np.sqrt(d[..., 0] ** 2 + d[..., 1] ** 2 + d[..., 2] ** 2)
     side = min(arr.shape[:2])
     k = 2 * max(1, round(0.018 * side)) + 1
     local_max = ndimage.maximum_filter(dist, size=k)
@@ -205,18 +209,26 @@ def pixel_classes(arr: np.ndarray) -> PixelMap:
     return PixelMap(despeckle(cls), np.where(dist > floor, dist, 0.0).astype(np.float32), bg_med)
 
 
+_OFFSETS = [(dy, dx) for dy in (-1, 0, 1) for dx in (-1, 0, 1) if dy or dx]
+
+
 def despeckle(cls: np.ndarray) -> np.ndarray:
     """Pixels sharing their class with at most one of their 8 neighbours take the most common class around them
     (noise and JPEG flip single pixels; corners of drawn shapes keep at least three)."""
-    present = np.unique(cls)
-    counts = np.stack([ndimage.correlate((cls == k).view(np.uint8), np.ones((3, 3), np.uint8), mode="nearest")
-                       for k in present])
-    own = np.take_along_axis(counts, np.searchsorted(present, cls)[None].astype(np.intp), 0)[0]
-    lonely = own <= 2
-    if not lonely.any():
+    h, w = cls.shape
+    pad = np.pad(cls, 1, mode="edge")
+    neigh = [pad[1 + dy:1 + dy + h, 1 + dx:1 + dx + w] for dy, dx in _OFFSETS]
+    same = np.zeros(cls.shape, np.uint8)
+    for n in neigh:
+        same += n == cls
+    ys, xs = np.nonzero(same <= 1)
+    if not len(ys):
         return cls
+    around = np.stack([n[ys, xs] for n in neigh], 1).astype(np.int16) + 1  # N x 8, classes shifted to >= 0
+    counts = np.zeros((len(ys), int(around.max()) + 1), np.int16)
+    np.add.at(counts, (np.repeat(np.arange(len(ys)), 8), around.ravel()), 1)
     out = cls.copy()
-    out[lonely] = present[counts[:, lonely].argmax(0)]
+    out[ys, xs] = counts.argmax(1) - 1
     return out
 
 
