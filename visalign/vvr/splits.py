@@ -52,8 +52,18 @@ EASY_MAX = 20
 PREFIX_LINES = 92
 
 #: sha256 of each split's canonical JSONL and of its first PREFIX_LINES lines
-EXPECTED_SHA256_V2: dict[str, str] = {}
-EXPECTED_PREFIX_SHA256_V2: dict[str, str] = {}
+EXPECTED_SHA256_V2: dict[str, str] = {
+    "bench": "52ce16946674a73b0ae0b51eaa17d63345385a1f28301225fef19957e1eef9b9",
+    "challenge": "7b42a46ac8d04fdfc63409d5e01213731f6349b927a1a179c8467e44fbeda985",
+    "fast": "40baa42a4d752e60537bb5cfbf43cd409d77086015f93bd4d971d666e2c9c79c",
+    "extension": "ed71503f57b41d5b7a04bbaa8d0a073a9cd7dd5fa92c884f597387eeb6df35a2",
+}
+EXPECTED_PREFIX_SHA256_V2: dict[str, str] = {
+    "bench": "a95d6b92760d80346a9aefc772cd2a995ccc210603720636a4e98ab7c6bc2865",
+    "challenge": "3b4d6d29cc7fe88c194854fd00476572bcae1d80e4246371279d487642f072e4",
+    "fast": "0e4a53f502ea262ed0cc27c0d1182aff03c11e5f546b62da8f6aaed0c5f0ee94",
+    "extension": "9e3b0069085f643b9c6a8404a8a6afbb58841fccba5d7d92f6cb68215f6d2568",
+}
 
 
 def _split(name: str) -> SplitV2:

@@ -23,6 +23,7 @@ from .task import Obj, Scene
 from .video import TEMPORAL_TYPES, Track, parse_video_spec, temporal_outcome
 
 VIDEO_SPLIT_SIZE = 220
+VIDEO_SPLIT_SHA256 = "406031189c978ccf64b090e31680c7e96fae82fb82f7457ea728f9fd1977c484"
 VIDEO_BASE_SEED = 1_400_000_000
 FRAME_CHOICES = (8, 12, 16)
 
