@@ -47,6 +47,11 @@ class SpecResult:
                 and all(o.passed for checks in self.groups.values() for o in checks.values())
                 and all(o.passed for o in self.relations))
 
+    @property
+    def all_satisfied(self) -> bool:
+        """Same as :attr:`strict` (the name v1 results use)."""
+        return self.strict
+
     def criteria(self) -> dict[str, bool]:
         """Per atomic type in the spec: do all its checks pass (group criteria over every group)?"""
         out: dict[str, bool] = {}
