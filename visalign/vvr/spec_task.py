@@ -108,8 +108,8 @@ class SpecTask:
         if dbin is None:
             dbin = difficulty_bin(int(row["complexity"])) if row.get("complexity") is not None else 0
         witness = None
-        if isinstance(row.get("witness"), dict):
-            w = row["witness"]
+        w = json.loads(row["witness"]) if isinstance(row.get("witness"), str) else row.get("witness")
+        if isinstance(w, dict):
             witness = Scene([Obj.from_dict(o) for o in w.get("objects", [])],
                             [Contact(str(c["kind"]), int(c["a"]), int(c["b"])) for c in w.get("contacts", [])])
         known = {"id", "prompt", "visual_spec_json", "active_criteria", "difficulty_bin", "complexity", "primary",
