@@ -15,7 +15,7 @@ absent). The 11 predicates (margins in image sides and frames; ``>= 0`` is satis
 | ``size_change`` | ``change`` grows / shrinks / constant: last over first size >= 1.2 / <= 1/1.2 / within 1.1 |
 | ``count_consistency`` | the group's object count equals its spec count in every frame |
 | ``trajectory_shape`` | ``shape`` linear (off the chord <= 0.03), curved (>= 0.06 off, no reversal) or bounce (one reversal of the vertical or horizontal motion) |
-| ``temporal_order`` | ``event`` (appears, starts_moving, stops_moving, crosses_center) happens for ``object`` at least one frame before ``reference_object`` |
+| ``temporal_order`` | ``event`` (appears, starts_moving, stops_moving, crosses_center) happens to both, to ``object`` at least one frame before ``reference_object`` |
 | ``relative_distance_change`` | ``change`` decreases / increases: distance to ``reference_object`` last over first <= 0.7 / >= 1.4 |
 | ``relative_position_change`` | at the first frame ``object`` is ``from`` (left_of / right_of / above / below) ``reference_object`` and at the last ``to`` (margin 0.04) |
 
@@ -195,9 +195,9 @@ def temporal_outcome(t: dict[str, Any], tr: dict[str, Track], spec: VisualSpec) 
     b = tr[t["reference_object"]]
     if kind == "temporal_order":
         ea, eb = _event(a, t["event"]), _event(b, t["event"])
-        if math.isinf(ea):
-            return Outcome(-1.0, 1.0)
-        return Outcome(eb - ea - 1.0 if not math.isinf(eb) else 1.0, 1.0)
+        if math.isinf(ea) or math.isinf(eb):
+            return Outcome(-1.0, 1.0)  # both events must happen, the object's first
+        return Outcome(eb - ea - 1.0, 1.0)
     jdx = [i for i in idx if b.xy[i] is not None]
     if len(jdx) < 2:
         return Outcome(MISSING)
