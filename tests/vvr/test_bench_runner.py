@@ -119,6 +119,8 @@ def test_v2_task_file_report(tmp_path, v2_tasks, fmt):
     from visalign.vvr.spec_render import write_spec_renders
     from visalign.vvr.splits import write_task_file
 
+    if fmt == "parquet":
+        pytest.importorskip("pyarrow")
     tasks_file = write_task_file(v2_tasks, tmp_path / f"tasks.{fmt}")
     folder = tmp_path / "imgs"
     write_spec_renders(v2_tasks, str(folder), size=256)

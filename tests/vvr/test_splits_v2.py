@@ -56,6 +56,7 @@ def test_rows_have_the_papers_columns(tmp_path):
 
 
 def test_jsonl_and_parquet_task_files(tmp_path):
+    pytest.importorskip("pyarrow")
     tasks = generate_split_v2("bench", 5)
     for name in ("t.jsonl", "t.parquet"):
         path = write_task_file(tasks, tmp_path / name)
@@ -84,6 +85,7 @@ def test_task_file_errors_name_the_row(tmp_path, monkeypatch):
     path.write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n")
     with pytest.raises(TaskFileError, match=r"bad.jsonl:2 \(task x-1\).*unknown colour 'teal'"):
         read_task_file(path)
+    pytest.importorskip("pyarrow")
     (tmp_path / "t.csv").write_text("id\n")
     with pytest.raises(TaskFileError, match="unknown task file type"):
         read_task_file(tmp_path / "t.csv")
