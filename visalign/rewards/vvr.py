@@ -9,6 +9,18 @@ from ..core.reward import Reward, register_reward
 from ..core.types import Metadata, Samples
 
 
+def _channels_last_uint8(samples: Samples, metadata: Metadata, name: str, layout: str) -> Any:
+    """Check ``samples`` (``layout`` in [-1, 1], one metadata entry each) and return uint8 arrays, channels last."""
+    dims = layout.count(" x ") + 1
+    if not isinstance(samples, torch.Tensor) or samples.dim() != dims or samples.shape[1] != 3:
+        shape = tuple(samples.shape) if isinstance(samples, torch.Tensor) else type(samples).__name__
+        raise ValueError(f"{name} reward needs {layout} in [-1, 1], got {shape}")
+    if len(metadata) != samples.shape[0]:
+        raise ValueError(f"{name} reward: {samples.shape[0]} samples but {len(metadata)} metadata entries")
+    x = ((samples.detach().float().clamp(-1, 1) + 1) * 127.5).round().to(torch.uint8)
+    return x.permute(0, *range(2, dims), 1).cpu().numpy()
+
+
 @register_reward("vvr")
 class VVRReward(Reward):
     """Scores images ``B x 3 x H x W`` in [-1, 1] against ``metadata[i]["task"]``: a v2 row (the paper's format,
@@ -66,13 +78,7 @@ class VVRReward(Reward):
         from ..vvr.spec_verifier import verify_spec
         from ..vvr.verifier import verify
 
-        if not isinstance(samples, torch.Tensor) or samples.dim() != 4 or samples.shape[1] != 3:
-            shape = tuple(samples.shape) if isinstance(samples, torch.Tensor) else type(samples).__name__
-            raise ValueError(f"vvr reward needs images B x 3 x H x W in [-1, 1], got {shape}")
-        if len(metadata) != samples.shape[0]:
-            raise ValueError(f"vvr reward: {samples.shape[0]} images but {len(metadata)} metadata entries")
-        images = ((samples.detach().float().clamp(-1, 1) + 1) * 127.5).round().to(torch.uint8)
-        images = images.permute(0, 2, 3, 1).cpu().numpy()
+        images = _channels_last_uint8(samples, metadata, "vvr", "images B x 3 x H x W")
         out, self.last_details = [], []
         for i, (img, meta) in enumerate(zip(images, metadata)):
             task = self._task(meta, i)
@@ -109,13 +115,7 @@ class VVRVideoReward(Reward):
         from ..vvr.video import verify_video
         from ..vvr.video_tasks import VideoTask
 
-        if not isinstance(samples, torch.Tensor) or samples.dim() != 5 or samples.shape[1] != 3:
-            shape = tuple(samples.shape) if isinstance(samples, torch.Tensor) else type(samples).__name__
-            raise ValueError(f"vvr_video reward needs videos B x 3 x T x H x W in [-1, 1], got {shape}")
-        if len(metadata) != samples.shape[0]:
-            raise ValueError(f"vvr_video reward: {samples.shape[0]} videos but {len(metadata)} metadata entries")
-        videos = ((samples.detach().float().clamp(-1, 1) + 1) * 127.5).round().to(torch.uint8)
-        videos = videos.permute(0, 2, 3, 4, 1).cpu().numpy()  # B T H W C
+        videos = _channels_last_uint8(samples, metadata, "vvr_video", "videos B x 3 x T x H x W")  # B T H W C
         out, self.last_details = [], []
         for i, (vid, meta) in enumerate(zip(videos, metadata)):
             if not isinstance(meta, dict) or "task" not in meta:

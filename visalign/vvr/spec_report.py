@@ -2,14 +2,13 @@
 paper), the mean dense score and RL reward, the constant-image floor, and a grid of annotated failures."""
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
-from PIL import Image, ImageDraw
 
+from .report import annotated_grid, write_files
 from .spec import EXTENSION_TYPES
 from .spec_task import TASK_VERSION_2, SpecTask
 from .spec_verifier import SpecResult
@@ -79,39 +78,15 @@ def markdown(s: dict[str, Any]) -> str:
 
 def failure_grid(items: Sequence[tuple[np.ndarray, SpecTask, SpecResult]], path: str | Path, tile: int = 224) -> Path | None:
     """PNG grid of failed tasks: each image with the parsed objects boxed and labelled, and what failed."""
-    if not items:
-        return None
-    cols = min(4, len(items))
-    nrows = (len(items) + cols - 1) // cols
-    text_h = 70
-    grid = Image.new("RGB", (cols * tile, nrows * (tile + text_h)), (255, 255, 255))
-    draw = ImageDraw.Draw(grid)
-    for k, (img, task, res) in enumerate(items):
-        x0, y0 = (k % cols) * tile, (k // cols) * (tile + text_h)
-        im = Image.fromarray(img).convert("RGB").resize((tile, tile), Image.NEAREST)
-        d = ImageDraw.Draw(im)
-        for o in res.seg.components:
-            bx = (o.bbox[0] * tile, o.bbox[1] * tile, o.bbox[2] * tile - 1, o.bbox[3] * tile - 1)
-            d.rectangle(bx, outline=(0, 0, 0))
-            d.text((bx[0] + 1, max(0, bx[1] - 10)), o.label(), fill=(0, 0, 0))
-        grid.paste(im, (x0, y0))
+    tiles = []
+    for img, task, res in items:
         failed = sorted(c for c, ok in res.criteria().items() if not ok)
         notes = ([f"extras: {res.extras}"] if res.extras else []) + \
                 ([f"background: {res.seg.background_name}"] if not res.background_ok else []) + \
                 ([f"forbidden: {', '.join(res.forbidden_found)}"] if res.forbidden_found else [])
-        text = [task.id] + [f"x {c}" for c in failed] + notes
-        for j, line in enumerate(text[:5]):
-            draw.text((x0 + 3, y0 + tile + 2 + 13 * j), line[:38], fill=(160, 0, 0) if j else (0, 0, 0))
-    path = Path(path)
-    grid.save(path)
-    return path
+        tiles.append((img, [(o.bbox, o.label()) for o in res.seg.components], [task.id] + [f"x {c}" for c in failed] + notes))
+    return annotated_grid(tiles, path, tile)
 
 
 def write_report(out: str | Path, summary: dict[str, Any], rows: Sequence[dict[str, Any]]) -> dict[str, Path]:
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = {"json": out / "report.json", "markdown": out / "report.md", "results": out / "results.jsonl"}
-    paths["json"].write_text(json.dumps(summary, indent=2) + "\n")
-    paths["markdown"].write_text(markdown(summary))
-    paths["results"].write_text("".join(json.dumps(r, default=float) + "\n" for r in rows))
-    return paths
+    return write_files(out, summary, markdown(summary), rows)

@@ -14,14 +14,13 @@ score them with ``visalign bench vvr --tasks FILE``).
 """
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import random
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
+from .benchmark import cache_dir, jsonl_bytes, sha256
 from .spec import EXTENSION_TYPES
 from .spec_sampler import BINS, CHALLENGE_RANGE, TASK_TYPES, minimum_complexity
 from .spec_task import TASK_VERSION_2, SpecTask, is_v2_row, make_task
@@ -122,19 +121,6 @@ def generate_split_v2(split: str, limit: int | None = None, start: int = 0, prog
 
         indices = tqdm(indices, desc=f"generating {split} (v2)", unit="task")
     return [split_task(split, i) for i in indices]
-
-
-def jsonl_bytes(tasks: Iterable[Any]) -> bytes:
-    return "".join(t.to_json() + "\n" for t in tasks).encode("ascii")
-
-
-def sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def cache_dir() -> Path:
-    root = os.environ.get("VISALIGN_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "visalign")
-    return Path(root) / "vvr"
 
 
 def write_split_v2(split: str, out_dir: str | Path, progress: bool = True) -> Path:
