@@ -13,7 +13,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import ndimage
 from scipy.spatial import ConvexHull, QhullError
 
 _CORNERS = np.array([[-0.5, -0.5], [0.5, -0.5], [-0.5, 0.5], [0.5, 0.5]])
@@ -89,8 +88,10 @@ def shape_features(mask: np.ndarray, weights: np.ndarray | None = None) -> Shape
     mu02 = float((w * (dy * dy + spread)).sum())
     mu11 = float((w * dx * dy).sum())
     e = 16 * math.pi ** 2 * (mu20 * mu02 - mu11 ** 2) / n ** 4
-    by, bx = np.nonzero(mask & ~ndimage.binary_erosion(mask))
-    centres = np.stack([bx, by], 1).astype(float)
+    rows = np.nonzero(mask.any(1))[0]  # a mask's hull is the hull of each row's leftmost and rightmost pixel
+    left = mask[rows].argmax(1)
+    right = mask.shape[1] - 1 - mask[rows, ::-1].argmax(1)
+    centres = np.concatenate([np.stack([left, rows], 1), np.stack([right, rows], 1)]).astype(float)
     corners = (centres[:, None, :] + _CORNERS[None]).reshape(-1, 2)
     hc, hk = _hull(centres), _hull(corners)
     if hc is None or hk is None:
