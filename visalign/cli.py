@@ -79,7 +79,7 @@ def _add_bench_commands(bench: argparse.ArgumentParser) -> None:
         from .vvr.bench import add_bench_arguments, run_bench
     except ImportError:
         return
-    vvr = sub.add_parser("vvr", help="score images or a generator on VVRBench / VVRBench-Challenge")
+    vvr = sub.add_parser("vvr", help="score images or a generator on VVR tasks: visalign's splits or the paper's files (--tasks)")
     add_bench_arguments(vvr)
     vvr.set_defaults(bench_func=run_bench)
 
