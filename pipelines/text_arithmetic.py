@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -29,6 +31,7 @@ from visalign.text import (
     char_tokenizer,
     tiny_causal_lm,
 )
+from visalign.results import ResultRow, Tolerance, write_results
 from visalign.trainer import Trainer, TrainerConfig
 
 
@@ -57,7 +60,73 @@ def pretrain(task: AdditionTask, folder: Path, steps: int, batch: int, lr: float
     return policy
 
 
-def main() -> None:
+ESTIMATOR_NAMES = {"grpo": "GRPO", "dr_grpo": "Dr.GRPO", "rloo": "RLOO", "mapp": "MaPP"}
+
+
+def run_seed(args: argparse.Namespace, seed: int, out: Path) -> dict:
+    """Warm start (or reuse ``out/warm_start``), then RL with every estimator; accuracies, training rewards and times."""
+    task = AdditionTask(digits=2, num_eval=256, seed=seed)
+    reward = ExactMatchReward()
+    eval_prompts, eval_meta = task.split("eval")
+    warm = out / "warm_start"
+    t0 = time.time()
+    if (warm / "config.json").is_file():
+        print(f"reusing warm start {warm}")
+        pretrain_s = None
+    else:
+        pretrain(task, warm, args.pretrain_steps, 64, args.pretrain_lr, seed)
+        pretrain_s = time.time() - t0
+        print(f"pretrained {args.pretrain_steps} steps in {pretrain_s:.0f}s")
+    base = CausalLMPolicy.from_pretrained(warm)
+    before = accuracy(base, eval_prompts, eval_meta, reward)
+    print(f"seed {seed}: held-out exact match before RL: {before:.3f}  ({len(eval_prompts)} prompts)")
+    results = {"seed": seed, "before": before, "pretrain_seconds": None if pretrain_s is None else round(pretrain_s, 1)}
+    for name in args.estimators.split(","):
+        t = time.time()
+        policy = CausalLMPolicy.from_pretrained(warm)
+        algo = TextGRPO(TextGRPOConfig(group_size=args.group_size, advantage=name))
+        cfg = TrainerConfig(steps=args.rl_steps, batch_size=args.prompts_per_step, learning_rate=args.lr, max_grad_norm=1.0,
+                            eval_batch_size=len(eval_prompts), output_dir=str(out / name), seed=seed, log_with=[],
+                            cpu=True, progress=False)
+        trainer = Trainer(policy, algo, reward, task.prompt_source(), cfg)
+        summary = trainer.train()
+        after = accuracy(policy, eval_prompts, eval_meta, reward)
+        train_rewards = [r["reward/mean"] for r in trainer.history if "reward/mean" in r]
+        results[name] = {"after": after, "trainer_eval": summary.get("eval/reward_mean"),
+                         "train_reward": sum(train_rewards) / max(len(train_rewards), 1), "seconds": round(time.time() - t, 1)}
+        print(f"{name:8s} held-out exact match {before:.3f} -> {after:.3f}   ({time.time() - t:.0f}s)", flush=True)
+    results["seconds"] = round(time.time() - t0, 1)
+    return results
+
+
+def result_rows(per_seed: list[dict], estimators: list[str]) -> list[ResultRow]:
+    """One row for the warm start and one per estimator: held-out exact match, its gain over the warm start of the same
+    seed and the mean training reward (means over seeds, with standard errors when there are several); times are
+    ``info``."""
+    def stats(values: list[float]) -> tuple[float, float | None]:
+        n = len(values)
+        mean = sum(values) / n
+        return mean, (statistics.stdev(values) / n ** 0.5 if n > 1 else None)
+
+    def row(name: str, columns: dict[str, list[float]], info: dict) -> ResultRow:
+        values, se = {}, {}
+        for column, series in columns.items():
+            values[column], err = stats(series)
+            if err is not None:
+                se[column] = err
+        return ResultRow(name, values, se, info)
+
+    rows = [row("warm start", {"exact_match": [r["before"] for r in per_seed]},
+                {"pretrain_seconds": [r["pretrain_seconds"] for r in per_seed]})]
+    for name in estimators:
+        rows.append(row(name, {"exact_match": [r[name]["after"] for r in per_seed],
+                               "gain": [r[name]["after"] - r["before"] for r in per_seed],
+                               "train_reward": [r[name]["train_reward"] for r in per_seed]},
+                        {"seconds": [r[name]["seconds"] for r in per_seed]}))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--output", default="runs/text_arithmetic")
     ap.add_argument("--pretrain-steps", type=int, default=400)
@@ -68,41 +137,40 @@ def main() -> None:
     ap.add_argument("--lr", type=float, default=3e-4)
     ap.add_argument("--estimators", default="grpo,dr_grpo,rloo,mapp")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--threads", type=int, default=2)
-    args = ap.parse_args()
+    ap.add_argument("--seeds", type=int, nargs="+", default=None,
+                    help="run the whole comparison once per seed (warm start included) and report mean ± SE")
+    ap.add_argument("--threads", type=int, default=2, help="torch threads (the numbers depend on it, see the docstring)")
+    ap.add_argument("--results", default=None, help="also write the result file (visalign.results format) here")
+    args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     out = Path(args.output)
-    task = AdditionTask(digits=2, num_eval=256, seed=args.seed)
-    reward = ExactMatchReward()
-    eval_prompts, eval_meta = task.split("eval")
-
-    warm = out / "warm_start"
-    t0 = time.time()
-    if (warm / "config.json").is_file():
-        print(f"reusing warm start {warm}")
-    else:
-        pretrain(task, warm, args.pretrain_steps, 64, args.pretrain_lr, args.seed)
-        print(f"pretrained {args.pretrain_steps} steps in {time.time() - t0:.0f}s")
-    base = CausalLMPolicy.from_pretrained(warm)
-    before = accuracy(base, eval_prompts, eval_meta, reward)
-    print(f"held-out exact match before RL: {before:.3f}  ({len(eval_prompts)} prompts)")
-
-    results = {"before": before, "rl_steps": args.rl_steps, "prompts_per_step": args.prompts_per_step,
-               "group_size": args.group_size, "completions": args.rl_steps * args.prompts_per_step * args.group_size}
-    for name in args.estimators.split(","):
-        t = time.time()
-        policy = CausalLMPolicy.from_pretrained(warm)
-        algo = TextGRPO(TextGRPOConfig(group_size=args.group_size, advantage=name))
-        cfg = TrainerConfig(steps=args.rl_steps, batch_size=args.prompts_per_step, learning_rate=args.lr, max_grad_norm=1.0,
-                            eval_batch_size=len(eval_prompts), output_dir=str(out / name), seed=args.seed, log_with=[],
-                            cpu=True, progress=False)
-        summary = Trainer(policy, algo, reward, task.prompt_source(), cfg).train()
-        after = accuracy(policy, eval_prompts, eval_meta, reward)
-        results[name] = {"after": after, "trainer_eval": summary.get("eval/reward_mean"), "seconds": round(time.time() - t, 1)}
-        print(f"{name:8s} held-out exact match {before:.3f} -> {after:.3f}   ({time.time() - t:.0f}s)", flush=True)
+    estimators = args.estimators.split(",")
+    unknown = sorted(set(estimators) - set(ESTIMATOR_NAMES))
+    if unknown:
+        ap.error(f"unknown estimators {unknown}; choose from {sorted(ESTIMATOR_NAMES)}")
+    seeds = args.seeds or [args.seed]
+    start = time.time()
+    per_seed = [run_seed(args, s, out if len(seeds) == 1 else out / f"seed_{s}") for s in seeds]
+    completions = args.rl_steps * args.prompts_per_step * args.group_size
+    results = {**per_seed[0], "rl_steps": args.rl_steps, "prompts_per_step": args.prompts_per_step,
+               "group_size": args.group_size, "completions": completions} if len(seeds) == 1 else {
+        "seeds": per_seed, "rl_steps": args.rl_steps, "prompts_per_step": args.prompts_per_step,
+        "group_size": args.group_size, "completions": completions}
+    out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(results, indent=2))
     print(json.dumps(results, indent=2))
+    if args.results:
+        several = len(seeds) > 1
+        write_results(args.results, "text_arithmetic", "python pipelines/text_arithmetic.py",
+                      sys.argv[1:] if argv is None else argv, result_rows(per_seed, estimators),
+                      tolerance=Tolerance(note="deterministic for one platform and thread count: compared exactly"),
+                      platform_tolerance=Tolerance(se_multiple=2.0, note="across platforms the float path differs and "
+                                                   "training diverges: within 2 combined standard errors") if several else None,
+                      note=f"held-out greedy exact match on 256 2-digit additions after {completions} RL completions; "
+                           + (f"mean ± SE over seeds {seeds}" if several else f"seed {seeds[0]}"),
+                      runtime_s=time.time() - start)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

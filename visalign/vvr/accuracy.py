@@ -65,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--limit", type=int, default=None)
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--out", default=None, help="write the summary JSON here")
+    p.add_argument("--results", default=None, help="also write the result file (visalign.results format) here")
     args = p.parse_args(argv)
     tasks = [t.to_dict() for t in load_split(args.split, args.limit)]
     with ProcessPoolExecutor(args.workers) as pool:
@@ -75,6 +76,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.out:
         with open(args.out, "w") as f:
             f.write(text + "\n")
+    if args.results:
+        import sys
+
+        from visalign.results import ResultRow, Tolerance, write_results
+
+        result_rows = [ResultRow(cond, {"rate": summary[cond]["rate"]}, info={"n": summary[cond]["n"]})
+                       for cond in CONDITIONS if summary[cond]["rate"] is not None]
+        write_results(args.results, "vvr_verifier_accuracy", "python -m visalign.vvr.accuracy",
+                      sys.argv[1:] if argv is None else argv, result_rows,
+                      tolerance=Tolerance(note="renders and verifier are deterministic: compared exactly"),
+                      note=f"verifier right on rendered solutions of {len(tasks)} {args.split} tasks")
     return 0
 
 
