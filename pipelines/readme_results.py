@@ -62,11 +62,23 @@ def text_single(t: ResultTable) -> str:
 
 
 def text_seeds(t: ResultTable) -> str:
-    def cell(name: str) -> str:
+    """Warm start: mean exact match ± SE over seeds; estimators: mean gain over the same seed's warm start ± SE."""
+    def cell(name: str, column: str, sign: str = "") -> str:
         r = t.row(name)
-        return f"{r.values['exact_match']:.3f} (±{r.se['exact_match']:.3f})"
+        return minus(f"{r.values[column]:{sign}.3f}") + f" (±{r.se[column]:.3f})"
 
-    return table(["warm start", *ESTIMATORS.values()], [[cell("warm start"), *(cell(k) for k in ESTIMATORS)]])
+    return table(["warm start", *ESTIMATORS.values()],
+                 [[cell("warm start", "exact_match"), *(cell(k, "gain", "+") for k in ESTIMATORS)]])
+
+
+THREADS = ("1", "3", "4")
+
+
+def text_threads(t: ResultTable) -> str:
+    warm = [t.row(f"threads={n}/warm start").values["exact_match"] for n in THREADS]
+    grpo = [t.row(f"threads={n}/grpo").values["exact_match"] for n in THREADS]
+    return (f"`--threads 1`, `3` or `4` starts RL from {warm[0]:.3f}, {warm[1]:.3f} or {warm[2]:.3f} and GRPO ends at "
+            f"{grpo[0]:.3f}, {grpo[1]:.3f} or {grpo[2]:.3f}")
 
 
 # ---------------------------------------------------------------------------------------------------- toys
@@ -189,8 +201,11 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("text_arithmetic", ((None, TEXT),), fast=True, blocks={"text_arithmetic": text_single}),
     Entry("text_arithmetic_seeds", ((None, (*TEXT, "--seeds", "0", "1", "2", "3", "4")),), fast=False,
           blocks={"text_arithmetic_seeds": text_seeds}),
-    # not in the README: a 10-second configuration for the default test suite
-    Entry("text_arithmetic_short", ((None, (*TEXT, "--pretrain-steps", "100", "--rl-steps", "5", "--prompts-per-step", "8",
+    Entry("text_arithmetic_threads", tuple((f"threads={n}", (*TEXT, "--threads", n)) for n in THREADS), fast=False,
+          blocks={"text_arithmetic_threads": text_threads},
+          note="the text comparison (seed 0) with other torch thread counts: same code, other float rounding"),
+    # not in the README: a short configuration (about 10 s on idle cores) for the default test suite
+    Entry("text_arithmetic_short", ((None, (*TEXT, "--pretrain-steps", "200", "--rl-steps", "5", "--prompts-per-step", "8",
                                            "--group-size", "4", "--estimators", "grpo,mapp")),), fast=True),
     Entry("toy_tilt", ((None, (PY, "pipelines/toy_tilt.py", "--results", "{results}", "--out", "{out}")),), fast=False,
           blocks={"toy_tilt/methods": toy_methods, "toy_tilt/baselines": toy_baselines, "toy_tilt/lambda": toy_lambda},

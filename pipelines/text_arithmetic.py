@@ -40,14 +40,16 @@ def accuracy(policy: CausalLMPolicy, prompts: list[str], metadata: list[dict], r
     return float(reward(s.texts, prompts, metadata).mean())
 
 
-def pretrain(task: AdditionTask, folder: Path, steps: int, batch: int, lr: float, seed: int) -> CausalLMPolicy:
-    """Supervised next-token warm-up on training pairs (answer tokens + EOS), saved to ``folder``."""
+def pretrain(task: AdditionTask, folder: Path, steps: int, batch: int, lr: float, seed: int) -> tuple[CausalLMPolicy, float]:
+    """Supervised next-token warm-up on training pairs (answer tokens + EOS), saved to ``folder``; returns the policy
+    and its mean loss over the last 10 steps."""
     tok = char_tokenizer(ADDITION_CHARS)
     policy = CausalLMPolicy(tiny_causal_lm(tok, "gpt2", hidden=64, layers=2, heads=4, max_positions=32, seed=seed), tok,
                             max_new_tokens=4, temperature=1.0)
     prompts, meta = task.split("train")
     opt = torch.optim.AdamW(policy.parameters(), lr=lr)
     g = torch.Generator().manual_seed(seed)
+    losses = []
     for step in range(steps):
         idx = torch.randint(len(prompts), (batch,), generator=g).tolist()
         pi, pm = policy.encode_prompts([prompts[i] for i in idx])
@@ -56,8 +58,9 @@ def pretrain(task: AdditionTask, folder: Path, steps: int, batch: int, lr: float
         opt.zero_grad()
         loss.backward()
         opt.step()
+        losses.append(loss.item())
     policy.save_pretrained(folder)
-    return policy
+    return policy, sum(losses[-10:]) / max(len(losses[-10:]), 1)
 
 
 ESTIMATOR_NAMES = {"grpo": "GRPO", "dr_grpo": "Dr.GRPO", "rloo": "RLOO", "mapp": "MaPP"}
@@ -72,15 +75,16 @@ def run_seed(args: argparse.Namespace, seed: int, out: Path) -> dict:
     t0 = time.time()
     if (warm / "config.json").is_file():
         print(f"reusing warm start {warm}")
-        pretrain_s = None
+        pretrain_s = pretrain_loss = None
     else:
-        pretrain(task, warm, args.pretrain_steps, 64, args.pretrain_lr, seed)
+        _, pretrain_loss = pretrain(task, warm, args.pretrain_steps, 64, args.pretrain_lr, seed)
         pretrain_s = time.time() - t0
         print(f"pretrained {args.pretrain_steps} steps in {pretrain_s:.0f}s")
     base = CausalLMPolicy.from_pretrained(warm)
     before = accuracy(base, eval_prompts, eval_meta, reward)
     print(f"seed {seed}: held-out exact match before RL: {before:.3f}  ({len(eval_prompts)} prompts)")
-    results = {"seed": seed, "before": before, "pretrain_seconds": None if pretrain_s is None else round(pretrain_s, 1)}
+    results = {"seed": seed, "before": before, "pretrain_loss": pretrain_loss,
+               "pretrain_seconds": None if pretrain_s is None else round(pretrain_s, 1)}
     for name in args.estimators.split(","):
         t = time.time()
         policy = CausalLMPolicy.from_pretrained(warm)
@@ -100,9 +104,9 @@ def run_seed(args: argparse.Namespace, seed: int, out: Path) -> dict:
 
 
 def result_rows(per_seed: list[dict], estimators: list[str]) -> list[ResultRow]:
-    """One row for the warm start and one per estimator: held-out exact match, its gain over the warm start of the same
-    seed and the mean training reward (means over seeds, with standard errors when there are several); times are
-    ``info``."""
+    """One row for the warm start (held-out exact match, final pretraining loss) and one per estimator (held-out exact
+    match, its gain over the warm start of the same seed, mean training reward): means over seeds, with standard
+    errors when there are several; times are ``info``."""
     def stats(values: list[float]) -> tuple[float, float | None]:
         n = len(values)
         mean = sum(values) / n
@@ -116,8 +120,10 @@ def result_rows(per_seed: list[dict], estimators: list[str]) -> list[ResultRow]:
                 se[column] = err
         return ResultRow(name, values, se, info)
 
-    rows = [row("warm start", {"exact_match": [r["before"] for r in per_seed]},
-                {"pretrain_seconds": [r["pretrain_seconds"] for r in per_seed]})]
+    warm = {"exact_match": [r["before"] for r in per_seed]}
+    if all(r["pretrain_loss"] is not None for r in per_seed):  # not when a warm start was reused
+        warm["pretrain_loss"] = [r["pretrain_loss"] for r in per_seed]
+    rows = [row("warm start", warm, {"pretrain_seconds": [r["pretrain_seconds"] for r in per_seed]})]
     for name in estimators:
         rows.append(row(name, {"exact_match": [r[name]["after"] for r in per_seed],
                                "gain": [r[name]["after"] - r["before"] for r in per_seed],
