@@ -3,27 +3,18 @@ still produce those numbers (a short text run in the default suite, every other 
 from __future__ import annotations
 
 import copy
-import importlib.util
 import sys
 from pathlib import Path
 
 import pytest
 
-from visalign.results import compare, platform_differences, platform_fingerprint
+from visalign.results import compare
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 
-
-def _module(name: str):
-    sys.path.insert(0, str(ROOT))
-    spec = importlib.util.spec_from_file_location(f"pipelines.{name}", ROOT / "pipelines" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-reproduce = _module("reproduce")
-registry = _module("readme_results")
+from pipelines import readme_results as registry  # noqa: E402
+from pipelines import reproduce  # noqa: E402
 
 
 def test_every_entry_has_a_stored_result_file():
@@ -60,8 +51,7 @@ def _check(name: str, tmp_path: Path) -> None:
     fresh = reproduce.run_entry(e, tmp_path, log=lambda _: None)
     result = compare(stored, fresh)
     if result.platform and stored.platform_tolerance is None and not result.ok:
-        pytest.skip(f"{name} is exact only on the platform that wrote it; here "
-                    f"{'; '.join(platform_differences(stored.platform, platform_fingerprint()))}\n{result.report()}")
+        pytest.skip(f"{name} is exact only on the platform that wrote it, and this one differs:\n{result.report()}")
     assert result.ok, result.report()
 
 
