@@ -91,8 +91,8 @@ def rendered_blocks(tables: dict[str, ResultTable]) -> dict[str, str]:
     return {block: render(tables[e.name]) for e in ENTRIES if e.name in tables for block, render in e.blocks.items()}
 
 
-def stored_tables(entries=ENTRIES) -> dict[str, ResultTable]:
-    return {e.name: load_results(e.path) for e in entries}
+def stored_tables() -> dict[str, ResultTable]:
+    return {e.name: load_results(e.path) for e in ENTRIES}
 
 
 def readme_mismatches(readme_text: str, tables: dict[str, ResultTable]) -> list[str]:
@@ -141,6 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--write", action="store_true", help="store fresh results, pictures and README blocks")
     p.add_argument("--runs", default=None, help="run folders go here (default: a temporary folder, removed after)")
     args = p.parse_args(argv)
+    if args.write and (args.list or args.check_readme or args.render):
+        p.error("--write goes with --fast, --all or --only (it stores the results of fresh runs)")
 
     if args.list:
         for e in ENTRIES:
@@ -159,12 +161,17 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(problems) if problems else "README blocks match the stored result files")
         return 1 if problems else 0
 
-    failed = False
+    failed, begin = False, time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="reproduce_") as tmp:
         runs_dir = Path(args.runs) if args.runs else Path(tmp)
         for e in selected(args):
             start = time.perf_counter()
-            fresh = run_entry(e, runs_dir)
+            try:
+                fresh = run_entry(e, runs_dir)
+            except RuntimeError as err:
+                print(f"{e.name}: failed\n  {err}", flush=True)
+                failed = True
+                continue
             seconds = time.perf_counter() - start
             if e.path.is_file():
                 result: Comparison = compare(load_results(e.path), fresh)
@@ -174,7 +181,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{e.name}: no stored result yet  [{seconds:.0f} s]", flush=True)
             if args.write:
                 write(e, fresh, runs_dir)
-                print(f"{e.name}: wrote {e.path.relative_to(ROOT)}" + (", README blocks " + ", ".join(e.blocks) if e.blocks else ""))
+                print(f"{e.name}: wrote {e.path}" + (", README blocks " + ", ".join(e.blocks) if e.blocks else ""))
+    print(f"total {time.perf_counter() - begin:.0f} s")
     return 1 if failed else 0
 
 

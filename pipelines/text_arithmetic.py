@@ -68,7 +68,7 @@ def pretrain(task: AdditionTask, folder: Path, steps: int, batch: int, lr: float
     return policy, sum(losses[-10:]) / max(len(losses[-10:]), 1)
 
 
-ESTIMATOR_NAMES = {"grpo": "GRPO", "dr_grpo": "Dr.GRPO", "rloo": "RLOO", "mapp": "MaPP"}
+ESTIMATORS = ("grpo", "dr_grpo", "rloo", "mapp")
 
 
 def run_seed(args: argparse.Namespace, seed: int, out: Path) -> dict:
@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--prompts-per-step", type=int, default=16)
     ap.add_argument("--group-size", type=int, default=8)
     ap.add_argument("--lr", type=float, default=3e-4)
-    ap.add_argument("--estimators", default="grpo,dr_grpo,rloo,mapp")
+    ap.add_argument("--estimators", default=",".join(ESTIMATORS))
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--seeds", type=int, nargs="+", default=None,
                     help="run the whole comparison once per seed (warm start included) and report mean ± SE")
@@ -156,17 +156,16 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     out = Path(args.output)
     estimators = args.estimators.split(",")
-    unknown = sorted(set(estimators) - set(ESTIMATOR_NAMES))
+    unknown = sorted(set(estimators) - set(ESTIMATORS))
     if unknown:
-        ap.error(f"unknown estimators {unknown}; choose from {sorted(ESTIMATOR_NAMES)}")
+        ap.error(f"unknown estimators {unknown}; choose from {list(ESTIMATORS)}")
     seeds = args.seeds or [args.seed]
     start = time.time()
     per_seed = [run_seed(args, s, out if len(seeds) == 1 else out / f"seed_{s}") for s in seeds]
     completions = args.rl_steps * args.prompts_per_step * args.group_size
-    results = {**per_seed[0], "rl_steps": args.rl_steps, "prompts_per_step": args.prompts_per_step,
-               "group_size": args.group_size, "completions": completions} if len(seeds) == 1 else {
-        "seeds": per_seed, "rl_steps": args.rl_steps, "prompts_per_step": args.prompts_per_step,
-        "group_size": args.group_size, "completions": completions}
+    setup = {"rl_steps": args.rl_steps, "prompts_per_step": args.prompts_per_step, "group_size": args.group_size,
+             "completions": completions}
+    results = {**per_seed[0], **setup} if len(seeds) == 1 else {"seeds": per_seed, **setup}
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(results, indent=2))
     print(json.dumps(results, indent=2))

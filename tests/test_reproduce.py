@@ -64,3 +64,44 @@ def test_short_text_run_reproduces_its_stored_result(tmp_path: Path):
 @pytest.mark.parametrize("name", [e.name for e in registry.ENTRIES if e.name != "text_arithmetic_short"])
 def test_entry_reproduces_its_stored_result(name: str, tmp_path: Path):
     _check(name, tmp_path)
+
+
+FAKE = """import sys
+from pathlib import Path
+from visalign.results import ResultRow, write_results
+value = float(Path(sys.argv[0]).with_name("value.txt").read_text())
+write_results(sys.argv[sys.argv.index("--results") + 1], "fake", "python fake.py", sys.argv[1:],
+              [ResultRow("a", {"x": 0.5}), ResultRow("b", {"x": value})])
+"""
+
+
+def test_reproduce_reports_the_moved_row_and_write_rewrites_the_readme(tmp_path, monkeypatch, capsys):
+    """The whole command on a stand-in entry: first run stores, an unchanged rerun says so, a moved value is reported
+    with its row and fails, and --write puts the new number into the README block."""
+    script = tmp_path / "fake.py"
+    script.write_text(FAKE)
+    value = tmp_path / "value.txt"
+    readme = tmp_path / "README.md"
+    readme.write_text("x is <!-- results:fake -->?<!-- /results -->.\n")
+    fake = registry.Entry("fake", ((None, ("python", str(script), "--results", "{results}")),), fast=True,
+                          blocks={"fake": lambda t: f"{t.row('b').values['x']:.1f}"})
+    monkeypatch.setattr(registry, "RESULTS_DIR", tmp_path / "results")
+    monkeypatch.setattr(registry, "ENTRIES", (fake,))
+    monkeypatch.setattr(reproduce, "ENTRIES", (fake,))
+    monkeypatch.setattr(reproduce, "README", readme)
+    runs = ["--runs", str(tmp_path / "runs")]
+
+    value.write_text("1.0")
+    assert reproduce.main(["--only", "fake", "--write", *runs]) == 0
+    assert readme.read_text() == "x is <!-- results:fake -->1.0<!-- /results -->.\n"
+    assert reproduce.main(["--fast", *runs]) == 0
+    assert "fake: unchanged" in capsys.readouterr().out
+
+    value.write_text("2.0")
+    assert reproduce.main(["--fast", *runs]) == 1
+    out = capsys.readouterr().out
+    assert "fake: moved" in out and "moved: b: x 1 -> 2" in out and "a: x" not in out
+    assert reproduce.main(["--check-readme"]) == 0  # the README still matches the stored (old) file
+    assert reproduce.main(["--fast", "--write", *runs]) == 1
+    assert readme.read_text() == "x is <!-- results:fake -->2.0<!-- /results -->.\n"
+    assert reproduce.load_results(fake.path).row("b").values["x"] == 2.0
