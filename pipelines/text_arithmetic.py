@@ -8,8 +8,9 @@ Prints greedy exact-match accuracy on held-out prompts before and after RL for e
     python pipelines/text_arithmetic.py --rl-steps 2 --pretrain-steps 20   # smoke run
 
 The run is deterministic for one CPU, library versions and ``--threads``, and only there: the 400 warm-start steps at
-learning rate 3e-3 amplify float rounding, so another thread count or CPU gives another warm start (0.31-0.53
-instead of 0.379 for 1, 3 or 4 threads) and another table. Compare estimators over seeds, not within one run.
+learning rate 3e-3 amplify float rounding, so another thread count gives another warm start (0.31-0.53 instead of
+0.379 for 1, 3 or 4 threads) and another table, and another CPU or library version can do the same. Compare
+estimators over seeds, not within one run.
 
 A warm start already in ``<output>/warm_start`` is reused. Same budget for every estimator: ``rl_steps x
 prompts_per_step x group_size`` sampled completions (default 60 x 16 x 8 = 7680), learning rate 3e-4, PPO clip 0.2,
