@@ -34,6 +34,7 @@ _EXPORTS = {
         "CLIPScore", "HPSv2", "ImageReward", "LaionAesthetic", "MultiReward", "OCRReward", "PickScore", "RemoteReward",
         "RemoteRewardError", "VLMJudge", "normalize_then_sum", "sum_then_normalize",
     )},
+    **{name: "visalign.results" for name in ("ResultTable", "ResultRow", "Tolerance", "load_results", "write_results")},
     **{name: "visalign.text" for name in ("CausalLMPolicy", "TextGRPO", "TextDistill", "TextMultiReward", "TextMultiTurn")},
     **{name: "visalign.poem" for name in ("ComposedCausalLMPolicy", "ComposedFlowGenerator")},
 }

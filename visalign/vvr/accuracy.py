@@ -255,6 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=None, help="write the summary JSON here (and a .md table beside it)")
     p.add_argument("--v1", action="store_true", help="the old open-world measurement on the v1 splits")
     p.add_argument("--no-pairs", action="store_true", help="skip the colour-pair cases")
+    p.add_argument("--results", default=None, help="also write the result file (visalign.results format) here")
     args = p.parse_args(argv)
     if args.v1:
         from .benchmark import load_split
@@ -282,7 +283,37 @@ def main(argv: list[str] | None = None) -> int:
         if not args.v1:
             with open(args.out.rsplit(".", 1)[0] + ".md", "w") as f:
                 f.write(markdown_v2(summary))
+    if args.results:
+        _write_results(args, argv, summary)
     return 0
+
+
+def _result_rows(summary: dict[str, Any], v1: bool) -> list[Any]:
+    """One row per condition: the strict pass rate (v1: per condition; v2: default and paper tolerances, mutations,
+    colour pairs)."""
+    from visalign.results import ResultRow
+
+    if v1:
+        return [ResultRow(cond, {"rate": summary[cond]["rate"]}, info={"n": summary[cond]["n"]})
+                for cond in CONDITIONS if summary[cond]["rate"] is not None]
+    rows = [ResultRow(cond, {mode: summary["conditions"][f"{cond}/{mode}"] for mode in ("default", "paper")},
+                      info={"n": summary["tasks"]}) for cond in CONDITIONS_V2]
+    if summary["mutations"]["caught"] is not None:
+        rows.append(ResultRow("mutation", {"caught": summary["mutations"]["caught"]}, info={"n": summary["mutations"]["n"]}))
+    rows += [ResultRow(f"pairs/{cond}", {"all": d["all"]}) for cond, d in summary["pairs"].items() if d["all"] is not None]
+    return rows
+
+
+def _write_results(args: argparse.Namespace, argv: list[str] | None, summary: dict[str, Any]) -> None:
+    import sys
+
+    from visalign.results import Tolerance, write_results
+
+    n = summary["tasks"]
+    write_results(args.results, "vvr_verifier_accuracy", "python -m visalign.vvr.accuracy",
+                  sys.argv[1:] if argv is None else argv, _result_rows(summary, args.v1),
+                  tolerance=Tolerance(note="renders and verifier are deterministic: compared exactly"),
+                  note=f"verifier right on rendered solutions of {n} {args.split}{' (v1)' if args.v1 else ''} tasks")
 
 
 if __name__ == "__main__":

@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+RATIO_TOLERANCE = 0.5  # verifier/ViT-B-32 ratio within ±50% of the stored one counts as unchanged (busy shared cores)
+
 
 def _images(n: int, size: int) -> tuple[list[np.ndarray], list[Any]]:
     from .benchmark import generate_split
@@ -109,6 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m visalign.vvr.throughput", description=__doc__)
     p.add_argument("--n", type=int, default=64, help="images per resolution")
     p.add_argument("--sizes", type=int, nargs="+", default=[256, 512])
+    p.add_argument("--results", default=None, help="also write the result file (visalign.results format) here")
     args = p.parse_args(argv)
     torch.set_num_threads(1)
     c_name = "open_clip ViT-B-32"
@@ -118,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         c_name = "ViT-B/32 proxy (plain torch; open_clip unavailable)"
     print(f"one CPU core (torch.set_num_threads(1)); verifier = parse + check of every constraint; encoder: {c_name}")
     print(f"{'size':>6} {'v2 img/s':>10} {'v1 img/s':>10} {'encoder img/s':>14} {'v2/encoder':>11}")
+    rows = []
     for size in args.sizes:
         images2, tasks2 = _images_v2(args.n, size)
         images1, tasks1 = _images(args.n, size)
@@ -125,7 +129,26 @@ def main(argv: list[str] | None = None) -> int:
         v1 = verifier_rate(images1, tasks1)
         c = clip_rate(images2, proxy=c_name != "open_clip ViT-B-32")
         print(f"{size:>6} {v2:10.1f} {v1:10.1f} {c or float('nan'):14.1f} {(v2 / c if c else float('nan')):10.1f}x")
+        rows.append((size, v2, c, c_name))
+    if args.results:
+        _write_results(args, argv, rows)
     return 0
+
+
+def _write_results(args: argparse.Namespace, argv: list[str] | None, rows: list[tuple[int, float, float | None, str]]) -> None:
+    """Rows per image size: the v2 verifier / ViT-B-32 ratio is compared; images/s and the encoder used are info."""
+    import sys
+
+    from visalign.results import ResultRow, Tolerance, write_results
+
+    result_rows = [ResultRow(f"{size} px", {"ratio_to_vit_b32": v / c} if c else {},
+                             info={"verifier_img_per_s": round(v, 1), "vit_b32_img_per_s": None if c is None else round(c, 1),
+                                   "encoder": encoder})
+                   for size, v, c, encoder in rows]
+    tolerance = Tolerance(rel=RATIO_TOLERANCE, note="ratio of rates measured side by side; images/s are info, not compared")
+    write_results(args.results, "vvr_throughput", "python -m visalign.vvr.throughput", sys.argv[1:] if argv is None else argv,
+                  result_rows, tolerance=tolerance, platform_tolerance=tolerance,
+                  note=f"one core, {args.n} images per size")
 
 
 if __name__ == "__main__":
