@@ -21,6 +21,7 @@ from typing import Any, Mapping, Sequence
 
 import torch
 
+from ..core.config import ConfigError
 from ..core.reward import Reward, WeightedReward, build_reward, register_reward, score
 from ..core.types import Metadata, Samples
 
@@ -65,6 +66,16 @@ def normalize_then_sum(components: Mapping[str, torch.Tensor], group_size: int,
     if batch_normalize:
         total = (total - total.mean()) / (total.std(unbiased=False) + eps)
     return total
+
+
+def gdpo_advantages(reward: "Reward", group_size: int) -> torch.Tensor:
+    """GDPO advantages of ``reward``'s last call: each component normalised within its group, weighted, summed and
+    standardised over the batch, so a component on a large scale cannot drown the others."""
+    components = reward.components()
+    if len(components) < 2:
+        raise ConfigError(f"multi_reward: gdpo needs a reward with several components (a weighted list of rewards), "
+                          f"got {reward.name!r} with {len(components)}")
+    return normalize_then_sum(components, group_size, component_weights(reward))
 
 
 @dataclass(frozen=True)
