@@ -93,12 +93,13 @@ def learnable_tasks(out: Path, n: int, pool: int = 384, draws: int = 16, band: t
     return path
 
 
-def prompts_per_step(algorithm: dict, samples_per_step: int) -> int:
-    """Prompts per step that spend ``samples_per_step`` generator samples with this algorithm config."""
-    per_prompt = build_algorithm(algorithm).samples_per_prompt
+def prompts_per_step(algorithm: dict, samples_per_step: int, grad_accum: int = 1) -> int:
+    """Prompts per rollout that spend ``samples_per_step`` generator samples per optimizer step with this algorithm
+    config when ``grad_accum`` rollouts make one step."""
+    per_prompt = build_algorithm(algorithm).samples_per_prompt * grad_accum
     if samples_per_step % per_prompt:
         raise ValueError(f"--samples-per-step {samples_per_step} is not a multiple of {algorithm['name']}'s "
-                         f"{per_prompt} samples per prompt")
+                         f"{per_prompt} samples per prompt group (samples per prompt x trainer.grad_accum {grad_accum})")
     return samples_per_step // per_prompt
 
 
@@ -137,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         cfg = load_run_config(ROOT / "configs" / f"vvr_{method}.yaml", [
             f"trainer.steps={args.steps}", "trainer.eval_batch_size=4", f"trainer.output_dir={out / method}",
             "trainer.progress=true", *args.overrides])
-        cfg.trainer.prompts_per_step = prompts_per_step(cfg.algorithm, args.samples_per_step)
+        cfg.trainer.prompts_per_step = prompts_per_step(cfg.algorithm, args.samples_per_step, cfg.trainer.grad_accum)
         for key in ("checkpoint",):
             cfg.generator[key] = str(ROOT / cfg.generator[key])
         for key in ("path", "eval_path"):

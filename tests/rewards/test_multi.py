@@ -115,3 +115,8 @@ def test_calibrate_command_writes_a_file_multi_loads(tmp_path, capsys):
     reward = build_reward({"name": "multi", "calibration": str(out),
                            "rewards": [{"name": "brightness"}, {"name": "color_match", "weight": 2.0}]})
     assert reward.calibration["brightness"].scale == pytest.approx(data["rewards"]["brightness"]["scale"])
+    # the whole reward's scale too: RWTD's fixed-temperature regime reads it
+    from visalign.algorithms import RWTD, RWTDConfig
+
+    assert data["total"]["scale"] > 0
+    assert RWTD(RWTDConfig(reward_scale=str(out))).reward_scale == pytest.approx(data["total"]["scale"])

@@ -2,8 +2,8 @@
 
 The run config's generator (the base model, before any training), prompts and reward are built as for training;
 ``num_prompts`` prompts are drawn, each gets ``samples_per_prompt`` samples, every component of the reward is
-scored, and ``{"rewards": {name: {"mean", "scale"}}, ...}`` is written. A ``multi`` reward then loads it with
-``calibration: FILE``.
+scored, and ``{"rewards": {name: {"mean", "scale"}}, "total": {"mean", "scale"}, ...}`` is written. A ``multi``
+reward then loads it with ``calibration: FILE``; RWTD's fixed-temperature regime with ``reward_scale: FILE``.
 """
 from __future__ import annotations
 
@@ -34,15 +34,18 @@ def calibrate(config: Any, out: str | Path, num_prompts: int = 16, samples_per_p
     rng = torch.Generator().manual_seed(seed)
     batch = build_prompt_source(config.prompts).sample(num_prompts, rng).repeat_interleave(samples_per_prompt)
     scores: dict[str, list[torch.Tensor]] = {}
+    totals: list[torch.Tensor] = []
     for start in tqdm(range(0, len(batch), batch_size), desc="calibrate", unit="batch"):
         chunk = PromptBatch(batch.prompts[start:start + batch_size], batch.metadata[start:start + batch_size])
         with torch.no_grad():
             samples = generator.sample(chunk.prompts, generator=rng)
             total = score(reward, samples, chunk.prompts, chunk.metadata)
+        totals.append(total.detach().float().cpu())
         for name, values in (reward.components() or {reward.name: total}).items():
             scores.setdefault(name, []).append(values.detach().float().cpu())
     calibration = measure_calibration({k: torch.cat(v) for k, v in scores.items()})
-    info = {"source": source, "num_prompts": num_prompts, "samples_per_prompt": samples_per_prompt, "seed": seed,
+    whole = measure_calibration({"total": torch.cat(totals)})["total"]
+    info = {"total": {"mean": whole.mean, "scale": whole.scale}, "source": source, "num_prompts": num_prompts, "samples_per_prompt": samples_per_prompt, "seed": seed,
             "num_samples": len(batch)}
     save_calibration(out, calibration, info)
     return {"rewards": {k: {"mean": c.mean, "scale": c.scale} for k, c in calibration.items()}, **info}

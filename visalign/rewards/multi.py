@@ -128,6 +128,13 @@ def load_calibration(path: str | Path) -> dict[str, Calibration]:
         raise ValueError(f"{path} is not a reward calibration (expected {{'rewards': {{name: {{mean, scale}}}}}}): {exc}") from exc
 
 
+def load_total_calibration(path: str | Path) -> Calibration | None:
+    """The whole reward's mean and scale from a ``visalign calibrate`` file (``None`` in files without one)."""
+    load_calibration(path)
+    total = json.loads(Path(path).read_text()).get("total")
+    return None if total is None else Calibration(float(total["mean"]), float(total["scale"]))
+
+
 @register_reward("multi")
 class MultiReward(WeightedReward):
     """Weighted sum of named rewards, each optionally calibrated: ``Σ_k w_k (r_k - mean_k) / scale_k``.
