@@ -38,6 +38,7 @@ from visalign.core import PromptBatch, load_generator
 from visalign.core.algorithm import build_algorithm
 from visalign.core.prompts import _read_prompt_file
 from visalign.features import build_features
+from visalign.results import ResultRow, Tolerance, write_results
 from visalign.rewards.vvr import VVRReward
 from visalign.run import build_trainer, load_run_config
 from visalign.trainer import SampleCounter
@@ -92,12 +93,13 @@ def learnable_tasks(out: Path, n: int, pool: int = 384, draws: int = 16, band: t
     return path
 
 
-def prompts_per_step(algorithm: dict, samples_per_step: int) -> int:
-    """Prompts per step that spend ``samples_per_step`` generator samples with this algorithm config."""
-    per_prompt = build_algorithm(algorithm).samples_per_prompt
+def prompts_per_step(algorithm: dict, samples_per_step: int, grad_accum: int = 1) -> int:
+    """Prompts per rollout that spend ``samples_per_step`` generator samples per optimizer step with this algorithm
+    config when ``grad_accum`` rollouts make one step."""
+    per_prompt = build_algorithm(algorithm).samples_per_prompt * grad_accum
     if samples_per_step % per_prompt:
         raise ValueError(f"--samples-per-step {samples_per_step} is not a multiple of {algorithm['name']}'s "
-                         f"{per_prompt} samples per prompt")
+                         f"{per_prompt} samples per prompt group (samples per prompt x trainer.grad_accum {grad_accum})")
     return samples_per_step // per_prompt
 
 
@@ -114,8 +116,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--fit-pool", type=int, default=384, help="training tasks searched for --fit-tasks")
     p.add_argument("--out", default="runs/vvr_compare")
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--results", default=None, help="also write the result file (visalign.results format) here")
     p.add_argument("overrides", nargs="*", help="extra key=value overrides applied to every method's config")
     args = p.parse_args(argv)
+    start = time.perf_counter()
     if any(o.startswith("trainer.prompts_per_step=") for o in args.overrides):
         p.error("trainer.prompts_per_step is set per method from --samples-per-step; change that (or the method's samples per prompt)")
     torch.set_num_threads(args.threads)
@@ -134,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         cfg = load_run_config(ROOT / "configs" / f"vvr_{method}.yaml", [
             f"trainer.steps={args.steps}", "trainer.eval_batch_size=4", f"trainer.output_dir={out / method}",
             "trainer.progress=true", "trainer.overwrite=true", *args.overrides])
-        cfg.trainer.prompts_per_step = prompts_per_step(cfg.algorithm, args.samples_per_step)
+        cfg.trainer.prompts_per_step = prompts_per_step(cfg.algorithm, args.samples_per_step, cfg.trainer.grad_accum)
         for key in ("checkpoint",):
             cfg.generator[key] = str(ROOT / cfg.generator[key])
         for key in ("path", "eval_path"):
@@ -180,7 +184,30 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{what} x {args.eval_draws} noise draws; steps per method: {args.steps}; "
           f"generator samples per step: {args.samples_per_step}\n")
     print(table)
+    if args.results:
+        write_results(args.results, "vvr_compare", "python pipelines/vvr_compare.py", sys.argv[1:] if argv is None else argv,
+                      [result_row(r) for r in rows],
+                      tolerance=Tolerance(note="fixed seeds and threads: compared exactly on the platform that wrote it"),
+                      platform_tolerance=Tolerance(se_multiple=2.0, note="elsewhere: after values within 2 combined "
+                                                   "paired standard errors; before values and distances exactly"),
+                      note=f"{what} x {args.eval_draws} noise draws; {args.steps} steps; "
+                           f"{args.samples_per_step} generator samples per step",
+                      runtime_s=time.perf_counter() - start)
     return 0
+
+
+def result_row(row: dict) -> ResultRow:
+    """A table row as a result row: accuracies, rewards, distances and sample counts are compared (the after values
+    and the changes with their paired standard errors); prompts per step and seconds per step are ``info``."""
+    compared = ("acc_before", "acc_after", "soft_before", "soft_after", "feat_dist_to_ref", "pixel_rmse_to_ref",
+                "samples_policy", "samples_reference", "scored")
+    values = {k: float(row[k]) for k in compared}
+    values["acc_change"] = row["acc_after"] - row["acc_before"]
+    values["soft_change"] = row["soft_after"] - row["soft_before"]
+    se = {"acc_after": row["acc_change_se"], "acc_change": row["acc_change_se"],
+          "soft_after": row["soft_change_se"], "soft_change": row["soft_change_se"]}
+    return ResultRow(row["method"], values, se, info={"generator": row["generator"], "prompts_per_step": row["prompts_per_step"],
+                                                      "sec_per_step": row["sec_per_step"]})
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 import time
 from pathlib import Path
 
@@ -30,6 +31,7 @@ import torch
 from tqdm import tqdm
 
 from visalign.generators.tiny import TinyFlowConfig, TinyFlowGenerator, TinyOneStepConfig, TinyOneStepGenerator
+from visalign.results import ResultRow, Tolerance, write_results
 from visalign.rewards.vvr import VVRReward
 from visalign.vvr.render import render_task, to_tensor
 from visalign.vvr.sampler import LOW_RES_TYPES
@@ -198,6 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1, help="1 is fastest on a shared 2-core machine")
     p.add_argument("--skip-flow", action="store_true", help="reuse <assets>/tiny_flow_vvr as the teacher")
+    p.add_argument("--results", default=None, help="also write the result file (visalign.results format) here")
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -247,7 +250,32 @@ def main(argv: list[str] | None = None) -> int:
     metrics["total_seconds"] = round(time.perf_counter() - t0, 1)
     (assets / "tiny_one_step_vvr" / "pretrain_metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
     print(json.dumps(metrics, indent=2))
+    if args.results:
+        write_results(args.results, "vvr_pretrain", "python pipelines/vvr_pretrain.py", sys.argv[1:] if argv is None else argv,
+                      result_rows(metrics),
+                      tolerance=Tolerance(se_multiple=2.0, note="training runs on a time budget, so its step count "
+                                          "varies: all-satisfied rates within 2 combined binomial standard errors"),
+                      platform_tolerance=Tolerance(se_multiple=2.0),
+                      note=f"held-out all-satisfied rate and soft reward on {args.eval_n} easy tasks",
+                      runtime_s=time.perf_counter() - t0)
     return 0
+
+
+RESULT_ROWS = {"renders_32px": "renders 32 px", "flow_4step": "flow 4 steps", "flow_8step": "flow 8 steps",
+               "one_step": "one-step", "one_step_random_init": "one-step random init"}
+
+
+def result_rows(metrics: dict) -> list[ResultRow]:
+    """One row per measured generator (or the renders): all-satisfied rate with its binomial standard error, soft reward."""
+    rows = []
+    for key, name in RESULT_ROWS.items():
+        if key not in metrics:  # --skip-flow leaves no flow training, but the flow is still evaluated
+            continue
+        m = metrics[key]
+        p, n = m["all_satisfied"], m["n"]
+        rows.append(ResultRow(name, {"all_satisfied": p, "soft_reward": m["soft_reward"]},
+                              {"all_satisfied": math.sqrt(p * (1 - p) / n)}, info={"n": n}))
+    return rows
 
 
 if __name__ == "__main__":

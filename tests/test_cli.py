@@ -58,7 +58,7 @@ def test_bench_vvr_scores_a_generator_and_rejects_bad_input(tmp_path, capsys):
     out = tmp_path / "report"
     assert main(["bench", "vvr", "--split", "challenge", "--generator", str(tmp_path / "tiny"), "--limit", "4", "--out", str(out)]) == 0
     report = json.loads((out / "report.json").read_text())
-    assert report["tasks"] == 4 and 0.0 <= report["accuracy"] <= 1.0 and report["per_type"]
+    assert report["tasks"] == 4 and 0.0 <= report["strict_accuracy"] <= 1.0 and report["strict_by_criterion"]
     assert (out / "report.md").is_file()
     (tmp_path / "imgs").mkdir()
     assert main(["bench", "vvr", "--images", str(tmp_path / "imgs"), "--limit", "2", "--out", str(tmp_path / "r2")]) == 2

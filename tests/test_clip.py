@@ -1,6 +1,4 @@
 """open_clip loading from local files (runs where the ``clip`` extra is installed; CI runs it in a second venv)."""
-import json
-
 import pytest
 import torch
 
@@ -25,12 +23,10 @@ TINY = {
 def tiny_clip_files(tmp_path_factory):
     from safetensors.torch import save_model
 
+    from visalign.rewards.tiny_models import tiny_open_clip
+
     folder = tmp_path_factory.mktemp("clip")
-    config = folder / "visalign-tiny-clip.json"
-    config.write_text(json.dumps(TINY))
-    open_clip.add_model_config(config)
-    torch.manual_seed(0)
-    model = open_clip.create_model("visalign-tiny-clip", pretrained=None)
+    config, model = tiny_open_clip(folder, "visalign-tiny-clip", TINY)
     save_model(model, str(folder / "tiny.safetensors"))
     return config, folder / "tiny.safetensors", model
 

@@ -101,6 +101,15 @@ def test_compare_pipeline_counts_one_budget_for_every_method(tmp_path: Path) -> 
     assert "| rwtd |" in (tmp_path / "table.md").read_text()
 
 
+def test_compare_pipeline_budget_counts_accumulated_rollouts(tmp_path: Path) -> None:
+    """With ``trainer.grad_accum=2`` each optimizer step spends the same generator samples in two rollouts."""
+    rc = _pipeline("vvr_compare").main(["--steps", "1", "--eval-n", "2", "--eval-draws", "1", "--methods", "rwr",
+                                        "--out", str(tmp_path), "trainer.progress=false", "trainer.grad_accum=2"])
+    assert rc == 0
+    row = json.loads((tmp_path / "table.json").read_text())[0]
+    assert row["prompts_per_step"] == 2 and row["samples_total"] == 64
+
+
 def test_compare_pipeline_rejects_a_budget_a_method_cannot_split(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="not a multiple of rwtd's 64 samples per prompt"):
         _pipeline("vvr_compare").main(["--steps", "1", "--samples-per-step", "48", "--methods", "rwtd",

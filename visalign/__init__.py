@@ -30,7 +30,13 @@ _EXPORTS = {
     **{name: "visalign.run" for name in ("RunConfig", "load_run_config", "build_trainer")},
     **{name: "visalign.vvr" for name in ("VVRPromptSource", "VVRFilePromptSource", "generate_task", "render_task", "verify", "load_split")},
     "VVRReward": "visalign.rewards.vvr",
+    **{name: "visalign.rewards" for name in (
+        "CLIPScore", "HPSv2", "ImageReward", "LaionAesthetic", "MultiReward", "OCRReward", "PickScore", "RemoteReward",
+        "RemoteRewardError", "VLMJudge", "normalize_then_sum", "sum_then_normalize",
+    )},
+    **{name: "visalign.results" for name in ("ResultTable", "ResultRow", "Tolerance", "load_results", "write_results")},
     **{name: "visalign.text" for name in ("CausalLMPolicy", "TextGRPO", "TextDistill", "TextMultiReward", "TextMultiTurn")},
+    **{name: "visalign.poem" for name in ("ComposedCausalLMPolicy", "ComposedFlowGenerator")},
 }
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 from typing import Sequence
 
@@ -16,12 +17,31 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
     config = load_run_config(args.config, [*args.overrides, *(["trainer.overwrite=true"] if args.overwrite else [])])
     trainer = build_trainer(config)
+    start = time.perf_counter()
     summary = trainer.train()
     if trainer.accelerator.is_main_process:
         print(json.dumps(summary, indent=2))
         print(f"run folder: {config.trainer.output_dir}")
+        if args.results:
+            _write_eval_results(args, trainer.history, summary, time.perf_counter() - start)
     trainer.close()
     return 0
+
+
+def _write_eval_results(args: argparse.Namespace, history: list[dict], summary: dict, seconds: float) -> None:
+    """Result file of a run: eval reward before and after training (``visalign.results`` format)."""
+    from .results import ResultRow, Tolerance, write_results
+
+    before = next((r["eval/reward_mean"] for r in history if r.get("step") == 0 and "eval/reward_mean" in r), None)
+    if before is None or "eval/reward_mean" not in summary:
+        raise ValueError("--results needs the eval reward before and after training; this run logged none")
+    values = {"before": before, "after": summary["eval/reward_mean"]}
+    command_args = args.command_args if args.command_args is not None else [str(args.config), *args.overrides]
+    write_results(args.results, args.results_name, f"visalign {args.command}", command_args,
+                  [ResultRow("eval reward", values, info={"steps": summary.get("step")})],
+                  tolerance=Tolerance(note="fixed seeds: compared exactly on the platform (and thread count) that wrote it"),
+                  note="eval/reward_mean before and after training (the trainer's eval batch and eval seed)",
+                  runtime_s=seconds)
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
@@ -30,7 +50,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         print(f"error: demo config not found: {config}", file=sys.stderr)
         return 2
     overrides = [f"trainer.output_dir={args.out}", *args.overrides]
-    return _cmd_train(argparse.Namespace(config=config, overrides=overrides, overwrite=args.overwrite))
+    command_args = ["--out", args.out, *(["--config", args.config] if args.config else []), *args.overrides]
+    return _cmd_train(argparse.Namespace(config=config, overrides=overrides, results=args.results, results_name="demo",
+                                         command="demo", command_args=command_args, overwrite=args.overwrite))
 
 
 def _at_least(minimum: int):
@@ -80,17 +102,22 @@ def _add_bench_commands(bench: argparse.ArgumentParser) -> None:
     overhead.add_argument("--steps", type=int, default=20)
     overhead.add_argument("--algorithm", default="rwr", help="objective used in the full loop")
     overhead.add_argument("--threads", type=int, default=None, help="torch threads (1 gives stable ratios on a busy machine)")
+    overhead.add_argument("--results", default=None, help="also write a result file (visalign.results format)")
     overhead.set_defaults(bench_func=lambda a: _bench_module("overhead").run(a))
     transport = sub.add_parser("transport", help="OT (RWTD) and KDE (FestDPO) time as a fraction of a training step")
     transport.add_argument("--batches", nargs="*", type=int, default=[64, 256])
     transport.add_argument("--repeats", type=int, default=5)
     transport.add_argument("--threads", type=int, default=None, help="torch threads (1 gives stable ratios on a busy machine)")
+    transport.add_argument("--results", default=None, help="also write a result file (visalign.results format)")
     transport.set_defaults(bench_func=lambda a: _bench_module("transport_overhead").run(a))
+    from .reward_cli import add_benches
+
+    add_benches(sub)
     try:
         from .vvr.bench import add_bench_arguments, run_bench
     except ImportError:
         return
-    vvr = sub.add_parser("vvr", help="score images or a generator on VVRBench / VVRBench-Challenge")
+    vvr = sub.add_parser("vvr", help="score images or a generator on VVR tasks: visalign's splits or the paper's files (--tasks)")
     add_bench_arguments(vvr)
     vvr.set_defaults(bench_func=run_bench)
 
@@ -101,7 +128,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Align image, video and audio-video generators (and LLMs) with rewards and preferences.",
         epilog="Examples:\n  visalign demo\n  visalign train configs/demo.yaml trainer.steps=200 algorithm.beta=0.5\n"
         "  visalign sample --checkpoint runs/demo/final --prompt 'a red circle' --out grid.png\n"
-        "  visalign bench vvr --split bench --images DIR --out report/",
+        "  visalign bench vvr --split bench --images DIR --out report/\n"
+        "  visalign poem --reference REF --bases A B --reward brightness --basis-rewards r_a r_b --out composed/",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -109,12 +137,14 @@ def build_parser() -> argparse.ArgumentParser:
     train = sub.add_parser("train", help="train from a YAML config with key.path=value overrides")
     train.add_argument("config", help="YAML run config (sections: generator, reward, algorithm, prompts, trainer)")
     train.add_argument("overrides", nargs="*", help="overrides such as trainer.steps=200")
+    train.add_argument("--results", default=None, help="also write eval reward before/after as a result file (JSON)")
     train.add_argument("--overwrite", action="store_true", help="write into a non-empty output folder (trainer.overwrite=true)")
-    train.set_defaults(func=_cmd_train)
+    train.set_defaults(func=_cmd_train, results_name="train", command_args=None)
 
     demo = sub.add_parser("demo", help="the embedded demo: align the shipped tiny generator on CPU in minutes")
     demo.add_argument("--out", default="runs/demo", help="run folder (default: runs/demo)")
     demo.add_argument("--config", default=None, help=f"config to use instead of {DEMO_CONFIG.name}")
+    demo.add_argument("--results", default=None, help="also write eval reward before/after as a result file (JSON)")
     demo.add_argument("overrides", nargs="*", help="overrides such as trainer.steps=50")
     demo.add_argument("--overwrite", action="store_true", help="write into a non-empty --out folder (a previous demo's)")
     demo.set_defaults(func=_cmd_demo)
@@ -128,9 +158,18 @@ def build_parser() -> argparse.ArgumentParser:
     sample.add_argument("--out", default="samples.png")
     sample.set_defaults(func=_cmd_sample)
 
+    from .poem.cli import add_arguments as add_poem_arguments, run as run_poem
+
+    poem = sub.add_parser("poem", help="PoEM: compose tuned checkpoints for a new reward (coverage, c_hat, composed model)")
+    add_poem_arguments(poem)
+    poem.set_defaults(func=run_poem)
+
     bench = sub.add_parser("bench", help="benchmarks: vvr (VVRBench reports), overhead (trainer cost), transport (OT/KDE cost)")
     _add_bench_commands(bench)
     bench.set_defaults(func=_cmd_bench)
+    from .reward_cli import add_commands
+
+    add_commands(sub)
     return parser
 
 
@@ -141,9 +180,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from .core.errors import InputError
 
+    input_errors: tuple[type[Exception], ...] = (InputError, FileNotFoundError, PermissionError, NotADirectoryError,
+                                                 IsADirectoryError, FileExistsError)
+    if args.command == "poem":
+        input_errors += (ValueError,)
     try:
         return args.func(args)
-    except (InputError, FileNotFoundError, PermissionError, NotADirectoryError, IsADirectoryError, FileExistsError) as exc:
+    except input_errors as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from visalign.algorithms import FestDPO, FlowGRPO, RewardBackprop, RWR, RWTD
+from visalign.algorithms import FestDPO, FlowGRPO, FlowGRPOConfig, RewardBackprop, RWR, RWTD
 from visalign.core import ConfigError, PromptBatch, build_algorithm
 from visalign.core.algorithm import TrainContext
 from visalign.core.reward import FunctionReward
@@ -87,3 +87,27 @@ def test_samples_per_prompt_counts_what_a_rollout_draws(image_generator, name, s
     with torch.no_grad():
         algorithm.rollout(ctx, PromptBatch(["a", "b"]), torch.Generator().manual_seed(0))
     assert drawn["rows"] == 2 * algorithm.config.samples_per_prompt
+
+
+def test_flow_grpo_gdpo_normalises_each_reward_component():
+    from visalign.core.reward import WeightedReward
+    from visalign.generators import ToyFlowGenerator
+    from visalign.rewards.multi import normalize_then_sum
+
+    wide = FunctionReward(lambda s, p, m: 100.0 * s[:, 0], name="wide")
+    narrow = FunctionReward(lambda s, p, m: -s[:, 1], name="narrow")
+    reward = WeightedReward([(wide, 1.0), (narrow, 1.0)])
+    policy = ToyFlowGenerator()
+    ctx = TrainContext(policy, policy.frozen_copy(), reward, torch.device("cpu"))
+    batch = PromptBatch([""] * 2, [{}, {}])
+    gen = torch.Generator().manual_seed(0)
+    gdpo = FlowGRPO(FlowGRPOConfig(group_size=4, num_steps=2, multi_reward="gdpo")).rollout(ctx, batch, gen)
+    expected = normalize_then_sum({"wide": 100.0 * gdpo.samples[:, 0], "narrow": -gdpo.samples[:, 1]}, 4)
+    assert torch.allclose(gdpo.extras["advantages"], expected.clamp(-5, 5), atol=1e-5)
+    summed = FlowGRPO(FlowGRPOConfig(group_size=4, num_steps=2)).rollout(ctx, batch, torch.Generator().manual_seed(0))
+    assert not torch.allclose(summed.extras["advantages"], gdpo.extras["advantages"], atol=1e-2)
+    with pytest.raises(ConfigError, match="gdpo needs a reward with several components.*'wide'"):
+        FlowGRPO(FlowGRPOConfig(group_size=4, num_steps=2, multi_reward="gdpo")).rollout(
+            TrainContext(policy, None, wide, torch.device("cpu")), batch, gen)
+    with pytest.raises(ConfigError, match="multi_reward must be one of"):
+        FlowGRPOConfig(multi_reward="mean")

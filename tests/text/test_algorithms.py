@@ -148,3 +148,18 @@ def test_exact_match_reward_on_rollout(gpt2_policy):
     result = algo.evaluate(ctx_for(gpt2_policy, ExactMatchReward()), BATCH, torch.Generator().manual_seed(0))
     texts, metrics = result.samples, {"eval/reward_mean": float(result.rewards.mean()), **result.metrics}
     assert len(texts) == 2 and 0.0 <= metrics["eval/reward_mean"] <= 1.0
+
+
+def test_grpo_gdpo_normalises_each_reward_component(gpt2_policy):
+    from visalign.core.reward import WeightedReward
+    from visalign.rewards.multi import normalize_then_sum
+
+    length = FunctionReward(lambda s, p, m: torch.tensor([10.0 * len(t) for t in s]), name="length")
+    reward = WeightedReward([(LONG, 1.0), (length, 0.5)])
+    algo = TextGRPO(TextGRPOConfig(group_size=4, multi_reward="gdpo"))
+    r = algo.rollout(ctx_for(gpt2_policy, reward), BATCH, torch.Generator().manual_seed(0))
+    comps = {"long": LONG(r.samples, [], []), "length": length(r.samples, [], [])}
+    expected = normalize_then_sum(comps, 4, {"long": 1.0, "length": 0.5})
+    assert torch.allclose(r.extras["advantages"], expected, atol=1e-5)
+    with pytest.raises(ConfigError, match="needs advantage: grpo"):
+        TextGRPOConfig(multi_reward="gdpo", advantage="rloo", group_size=2)

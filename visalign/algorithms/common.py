@@ -8,6 +8,7 @@ from torch import nn
 
 from ..core.config import ConfigError
 from ..core.flow import FlowModel
+from ..core.reward import Reward
 from ..core.types import PromptBatch, Samples
 from ..features import FeatureSpace, build_features
 
@@ -34,6 +35,19 @@ def group_advantages(rewards: torch.Tensor, group_size: int, eps: float = 1e-4, 
     if scale:
         adv = adv / (r.std(1, keepdim=True, unbiased=False) + eps)
     return adv.reshape(-1)
+
+
+MULTI_REWARD_MODES = ("sum", "gdpo")
+
+
+def reward_advantages(reward: Reward, rewards: torch.Tensor, group_size: int, multi_reward: str = "sum") -> torch.Tensor:
+    """Group advantages of one rollout's rewards: GRPO on the weighted sum (``sum``) or GDPO (``gdpo``, see
+    :func:`visalign.rewards.multi.gdpo_advantages`)."""
+    if multi_reward == "sum":
+        return group_advantages(rewards, group_size)
+    from ..rewards.multi import gdpo_advantages
+
+    return gdpo_advantages(reward, group_size).to(rewards.device)
 
 
 def as_tensor(samples: Samples) -> torch.Tensor:

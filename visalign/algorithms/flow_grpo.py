@@ -2,7 +2,8 @@
 
 Rollout: G samples per prompt with ``sample_sde`` (per-step Gaussian log-probs on all steps, or on a window of
 ``sde_window`` consecutive steps starting at a random step below ``window_max_start``; the other steps are ODE
-steps), group-relative advantages A_i = (r_i − mean_g)/(std_g + ε), clipped to ±``adv_clip``. Loss per SDE step k
+steps), group-relative advantages A_i = (r_i − mean_g)/(std_g + ε) (``multi_reward: gdpo``: per reward component,
+then summed), clipped to ±``adv_clip``. Loss per SDE step k
 (averaged over the SDE steps and samples):
 
     max(−A·ρ_k, −A·clip(ρ_k, 1 − c, 1 + c)) + β_KL·‖μ_θ,k − μ_ref,k‖² / (2σ_k²),   ρ_k = exp(log π_θ − log π_old),
@@ -19,7 +20,7 @@ from ..core.algorithm import Algorithm, TrainContext, register_algorithm
 from ..core.config import check, option
 from ..core.flow import gaussian_log_prob
 from ..core.types import PromptBatch, Rollout
-from .common import group_advantages, require_flow_model
+from .common import MULTI_REWARD_MODES, require_flow_model, reward_advantages
 
 
 @dataclass
@@ -33,6 +34,8 @@ class FlowGRPOConfig:
     clip_range: float = option(0.2, "PPO ratio clip c")
     kl_beta: float = option(0.04, "weight of the per-step Gaussian KL to the reference")
     adv_clip: float = option(5.0, "advantages are clipped to ±adv_clip")
+    multi_reward: str = option("sum", "several reward components: sum (GRPO on the weighted sum) or gdpo (normalise "
+                                      "each component within its group, then sum)")
     updates_per_rollout: int = option(1, "optimizer steps on each rollout (PPO reuse)")
 
     def __post_init__(self) -> None:
@@ -45,6 +48,8 @@ class FlowGRPOConfig:
         check(self.window_max_start is None or 0 <= self.window_max_start <= last_start,
               f"flow_grpo.window_max_start must be in [0, {last_start}], got {self.window_max_start}")
         check(self.clip_range > 0, f"flow_grpo.clip_range must be > 0, got {self.clip_range}")
+        check(self.multi_reward in MULTI_REWARD_MODES,
+              f"flow_grpo.multi_reward must be one of {list(MULTI_REWARD_MODES)}, got {self.multi_reward!r}")
         check(self.kl_beta >= 0, f"flow_grpo.kl_beta must be >= 0, got {self.kl_beta}")
         check(self.updates_per_rollout >= 1, "flow_grpo.updates_per_rollout must be >= 1")
 
@@ -93,7 +98,7 @@ class FlowGRPO(Algorithm):
                                      noise_level=cfg.noise_level, sde_steps=cfg.sde_steps(generator))
             samples = policy.decode(traj.final)
         rewards = ctx.score(samples, expanded)
-        adv = group_advantages(rewards, cfg.group_size).clamp(-cfg.adv_clip, cfg.adv_clip)
+        adv = reward_advantages(ctx.reward, rewards, cfg.group_size, cfg.multi_reward).clamp(-cfg.adv_clip, cfg.adv_clip)
         return Rollout(samples=samples, batch=expanded, rewards=rewards, noise=noise,
                        extras={"trajectory": traj, "advantages": adv})
 

@@ -16,7 +16,7 @@ from typing import Any, Literal
 import torch
 
 from ..core.algorithm import Algorithm, TrainContext, register_algorithm
-from ..core.config import check
+from ..core.config import ConfigError, check, option
 from ..core.types import PromptBatch, Rollout
 from .common import FeatureCache, as_tensor, group_slices, require_reference, sample_group
 from .transport import (beta_for_ess, effective_sample_size, mixture_target, partial_step, systematic_resample, tilted_weights,
@@ -29,7 +29,12 @@ class RWTDConfig:
     (fraction of the group) to choose β per group so the tilted weights keep that effective sample size.
     ``resample_target`` draws ``num_current`` particles from the weighted target (systematic resampling) and
     transports onto those with uniform weights: with ``solver: emd`` the plan is a permutation, so each current
-    sample is regressed onto one whole target sample instead of an average of several."""
+    sample is regressed onto one whole target sample instead of an average of several.
+
+    The published regime: ``reward_scale`` (a run-wide σ, or the file ``visalign calibrate`` writes from base-model
+    samples of the training prompts) with a fixed ``beta`` (the published τ: 0.2–0.5), ``current_floor: 0.1``,
+    ``eps_floor: 1e-4``, ``lam: 0.85``, ``solver: sinkhorn``, ``step_size: 0.2``, and many prompt groups per
+    optimizer step via ``trainer.grad_accum``."""
 
     lam: float = 0.85
     beta: float = 1.0
@@ -44,6 +49,11 @@ class RWTDConfig:
     normalize_rewards: bool = False
     resample_target: bool = False
     updates_per_rollout: int = 1
+    reward_scale: float | str | None = option(
+        None, "run-wide reward scale σ: rewards are divided by it before the fixed-temperature tilt (a number, or a "
+              "JSON file written by `visalign calibrate` on the training prompts); null: raw rewards")
+    current_floor: float = option(0.0, "uniform floor f on the current weights: (1 − f)·softmax + f/K (published 0.1)")
+    eps_floor: float = option(0.0, "absolute floor on the Sinkhorn ε: max(eps_scale·median cost, eps_floor) (published 1e-4)")
 
     def __post_init__(self) -> None:
         check(0.0 <= self.lam <= 1.0, f"rwtd.lam (current share of the target, λ = 1 − ρ) must be in [0, 1], got {self.lam}")
@@ -55,11 +65,35 @@ class RWTDConfig:
         check(self.eps_scale > 0, f"rwtd.eps_scale must be > 0, got {self.eps_scale}")
         check(0 < self.step_size <= 1, f"rwtd.step_size (η) must be in (0, 1], got {self.step_size}")
         check(self.updates_per_rollout >= 1, "rwtd.updates_per_rollout must be >= 1")
+        check(0.0 <= self.current_floor <= 1.0, f"rwtd.current_floor must be in [0, 1], got {self.current_floor}")
+        check(self.eps_floor >= 0, f"rwtd.eps_floor must be >= 0, got {self.eps_floor}")
+        if self.reward_scale is not None:
+            check(not self.normalize_rewards and self.target_ess is None,
+                  "rwtd.reward_scale fixes one run-wide scale; it cannot be combined with normalize_rewards or "
+                  "target_ess (per-group scales)")
+            check(isinstance(self.reward_scale, str) or self.reward_scale > 0,
+                  f"rwtd.reward_scale must be > 0 or a calibration file, got {self.reward_scale}")
 
     @property
     def samples_per_prompt(self) -> int:
         """Generator samples one rollout draws per prompt (policy + reference)."""
         return self.num_current + self.num_reference
+
+
+def resolve_reward_scale(scale: float | str | None) -> float | None:
+    """A run-wide reward scale: a number as is, or the total reward's scale from a ``visalign calibrate`` file."""
+    if scale is None or not isinstance(scale, str):
+        return None if scale is None else float(scale)
+    from ..rewards.multi import load_calibration, load_total_calibration
+
+    total = load_total_calibration(scale)
+    if total is not None:
+        return total.scale
+    entries = load_calibration(scale)
+    if len(entries) != 1:
+        raise ConfigError(f"rwtd.reward_scale: {scale} calibrates the components {sorted(entries)} but not their "
+                          "total; re-run `visalign calibrate` (it records the total reward's scale)")
+    return next(iter(entries.values())).scale
 
 
 @register_algorithm("rwtd")
@@ -72,6 +106,7 @@ class RWTD(Algorithm):
     def __init__(self, config: RWTDConfig | None = None) -> None:
         super().__init__(config or RWTDConfig())
         self.features = FeatureCache(self.config.features)
+        self.reward_scale = resolve_reward_scale(self.config.reward_scale)
 
     @property
     def updates_per_rollout(self) -> int:
@@ -110,11 +145,13 @@ class RWTD(Algorithm):
         for gc, gr in zip(group_slices(len(batch), n), group_slices(len(batch), m)):
             rc, rr = r_cur[gc], (r_ref[gr] if m else r_cur[:0])
             all_r = torch.cat([rc, rr])
-            if cfg.normalize_rewards:
+            if self.reward_scale is not None:
+                rc, rr, all_r = rc / self.reward_scale, rr / self.reward_scale, all_r / self.reward_scale
+            elif cfg.normalize_rewards:
                 mu, sd = all_r.mean(), all_r.std().clamp_min(1e-8)
                 rc, rr, all_r = (rc - mu) / sd, (rr - mu) / sd, (all_r - mu) / sd
             beta = self._group_beta(all_r)
-            weights = mixture_target(rc, rr if m else None, beta, cfg.lam)
+            weights = mixture_target(rc, rr if m else None, beta, cfg.lam, cfg.current_floor)
             target_feats = torch.cat([f_cur[gc], f_ref[gr]]) if m else f_cur[gc]
             values = target_feats if in_features else torch.cat(
                 [as_tensor(current)[gc].flatten(1), as_tensor(reference)[gr].flatten(1)] if m else [as_tensor(current)[gc].flatten(1)])
@@ -122,7 +159,8 @@ class RWTD(Algorithm):
             if cfg.resample_target:
                 idx = systematic_resample(weights, n, generator).to(target_feats.device)
                 plan_feats, plan_values, plan_weights = target_feats[idx], values[idx], torch.full((n,), 1.0 / n, dtype=weights.dtype)
-            result = transport_targets(f_cur[gc], plan_feats, plan_weights, cfg.solver, cfg.eps_scale, target_values=plan_values)
+            result = transport_targets(f_cur[gc], plan_feats, plan_weights, cfg.solver, cfg.eps_scale, target_values=plan_values,
+                                       eps_floor=cfg.eps_floor)
             targets[gc] = partial_step(cur_values[gc], result.targets, cfg.step_size)
             stats["ess"].append(effective_sample_size(weights) / weights.numel())
             stats["beta"].append(beta if math.isfinite(beta) else float("nan"))

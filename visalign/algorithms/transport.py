@@ -54,14 +54,19 @@ def beta_for_ess(rewards: torch.Tensor, ess_fraction: float, iters: int = 60) ->
     return math.exp(0.5 * (lo + hi))
 
 
-def mixture_target(current_rewards: torch.Tensor, reference_rewards: torch.Tensor | None, beta: float, lam: float) -> torch.Tensor:
+def mixture_target(current_rewards: torch.Tensor, reference_rewards: torch.Tensor | None, beta: float, lam: float,
+                   current_floor: float = 0.0) -> torch.Tensor:
     """Weights of Q = λ·T_β[p_θ] + (1−λ)·T_β[p_ref] on the union [current samples, reference samples].
 
     Each group is tilted separately (its own softmax), then scaled by λ or 1−λ; the result sums to 1.
-    λ = 1 uses only current samples (on-policy tilting), λ = 0 only reference samples (off-policy tilting)."""
+    λ = 1 uses only current samples (on-policy tilting), λ = 0 only reference samples (off-policy tilting).
+    ``current_floor`` f mixes the current weights with uniform ones, (1 − f)·softmax + f/K (published: 0.1)."""
     if not 0.0 <= lam <= 1.0:
         raise ConfigError(f"lam (current share of the target) must be in [0, 1], got {lam}")
-    w_cur = tilted_weights(current_rewards, beta) * lam
+    if not 0.0 <= current_floor <= 1.0:
+        raise ConfigError(f"current_floor must be in [0, 1], got {current_floor}")
+    w_cur = tilted_weights(current_rewards, beta)
+    w_cur = ((1.0 - current_floor) * w_cur + current_floor / w_cur.numel()) * lam
     if reference_rewards is None or reference_rewards.numel() == 0:
         if lam < 1.0:
             raise ConfigError("lam < 1 needs reference samples (num_reference >= 1)")
@@ -97,11 +102,12 @@ def transport_plan(
     solver: Solver = "sinkhorn",
     eps_scale: float = 0.1,
     max_iter: int = 2000,
+    eps_floor: float = 0.0,
 ) -> torch.Tensor:
     """Optimal coupling P with marginals (a, b) for cost C (POT).
 
-    ``emd``: exact network simplex. ``sinkhorn``: entropic OT with ε = eps_scale · median(C), on a cost divided
-    by its median for conditioning (log-domain fallback if the plan is not finite)."""
+    ``emd``: exact network simplex. ``sinkhorn``: entropic OT with ε = max(eps_scale · median(C), eps_floor), on
+    a cost divided by its median for conditioning (log-domain fallback if the plan is not finite)."""
     import ot
 
     a = source_weights.detach().double().cpu().numpy()
@@ -112,9 +118,10 @@ def transport_plan(
         plan = ot.emd(a, b, c, numItermax=max(100_000, 50 * c.size))
     elif solver == "sinkhorn":
         scale = float(np.median(c)) or 1.0
-        plan = ot.sinkhorn(a, b, c / scale, eps_scale, numItermax=max_iter, stopThr=1e-7)
+        eps = max(eps_scale, eps_floor / scale)
+        plan = ot.sinkhorn(a, b, c / scale, eps, numItermax=max_iter, stopThr=1e-7)
         if not np.isfinite(plan).all() or plan.sum() < 0.5:
-            plan = ot.sinkhorn(a, b, c / scale, eps_scale, method="sinkhorn_log", numItermax=max_iter, stopThr=1e-7)
+            plan = ot.sinkhorn(a, b, c / scale, eps, method="sinkhorn_log", numItermax=max_iter, stopThr=1e-7)
     else:
         raise ConfigError(f"unknown OT solver {solver!r}; use 'emd' or 'sinkhorn'")
     return torch.from_numpy(np.asarray(plan)).to(cost.device)
@@ -151,6 +158,7 @@ def transport_targets(
     solver: Solver = "sinkhorn",
     eps_scale: float = 0.1,
     target_values: torch.Tensor | None = None,
+    eps_floor: float = 0.0,
 ) -> TransportResult:
     """OT from uniform source particles to the weighted target particles, then barycentric projection.
 
@@ -161,6 +169,6 @@ def transport_targets(
         raise ValueError(f"{target_feats.shape[0]} target points but {target_weights.numel()} weights")
     cost = squared_cost(source_feats, target_feats)
     uniform = torch.full((n,), 1.0 / n, dtype=torch.float64)
-    plan = transport_plan(cost, uniform, target_weights, solver, eps_scale)
+    plan = transport_plan(cost, uniform, target_weights, solver, eps_scale, eps_floor=eps_floor)
     values = target_feats if target_values is None else target_values
     return TransportResult(barycentric_projection(plan, values), plan, float((plan * cost.to(plan)).sum()))

@@ -19,6 +19,9 @@ from visalign.algorithms.transport import mixture_target, transport_targets
 from visalign.features import build_features
 from visalign.generators import TinyOneStepGenerator
 
+SHARE_TOLERANCE = 1.0  # a share up to twice the stored one (or any smaller) counts as unchanged (busy shared cores)
+SHARE_TOLERANCE_ABS = 0.03  # ... plus 3 points of a step: millisecond kernels jitter most
+
 
 def timed(fn, repeats: int) -> float:
     fn()  # warm-up
@@ -32,11 +35,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batches", nargs="*", type=int, default=[64, 256])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--results", default=None, help="also write a result file (visalign.results format)")
 
 
 def run(args: argparse.Namespace) -> int:
-    if getattr(args, "threads", None):
+    if args.threads:
         torch.set_num_threads(args.threads)
+    start = time.perf_counter()
+    rows = []
     torch.manual_seed(0)
     gen = TinyOneStepGenerator()
     opt = torch.optim.AdamW(gen.parameters(), lr=1e-4)
@@ -74,6 +80,21 @@ def run(args: argparse.Namespace) -> int:
             pct = lambda s: 100 * s / step_s
             print(f"{n:5d} {feat_name:>9} {1000*step_s:8.1f} {1000*emd_s:7.1f} {1000*sk_s:11.1f} {1000*kde_s:7.1f} "
                   f"{pct(emd_s):5.1f}% {pct(sk_s):9.1f}% {pct(kde_s):5.1f}%")
+            rows.append((f"batch {n}, {feat_name}", {"emd_share": emd_s / step_s, "sinkhorn_share": sk_s / step_s,
+                                                     "kde_share": kde_s / step_s},
+                         {"step_ms": round(1000 * step_s, 1), "emd_ms": round(1000 * emd_s, 1),
+                          "sinkhorn_ms": round(1000 * sk_s, 1), "kde_ms": round(1000 * kde_s, 1)}))
+    if args.results:
+        from visalign.results import ResultRow, Tolerance, write_results
+
+        cli_args = ["--batches", *map(str, args.batches), "--repeats", str(args.repeats),
+                    *(["--threads", str(args.threads)] if args.threads else [])]
+        tolerance = Tolerance(abs=SHARE_TOLERANCE_ABS, rel=SHARE_TOLERANCE,
+                              note="time shares of a training step measured side by side; the times themselves are "
+                                   "info, not compared")
+        write_results(args.results, "transport", "visalign bench transport", cli_args,
+                      [ResultRow(name, values, info=info) for name, values, info in rows], tolerance=tolerance,
+                      platform_tolerance=tolerance, runtime_s=time.perf_counter() - start)
     return 0
 
 

@@ -1,4 +1,16 @@
-"""Built-in rewards (registered by name): image statistics, CLIP score, VVR verifiers, analytic toy rewards."""
-from . import clip, image_stats, toy, vvr
+"""Built-in rewards (registered by name): image statistics, CLIP score, PickScore, HPS v2.1, ImageReward, the LAION
+aesthetic predictor, OCR, VLM judges, remote rewards, multi-reward sums, VVR verifiers, analytic toy rewards."""
+from . import aesthetic, clip, hps, image_reward, image_stats, multi, ocr, pickscore, remote, toy, vlm_judge, vvr
+from .aesthetic import LaionAesthetic
+from .clip import CLIPScore
+from .hps import HPSv2
+from .image_reward import ImageReward
+from .multi import MultiReward, normalize_then_sum, sum_then_normalize
+from .ocr import OCRReward
+from .pickscore import PickScore
+from .remote import RemoteReward, RemoteRewardError
+from .vlm_judge import VLMJudge
 
-__all__ = ["clip", "image_stats", "toy", "vvr"]
+__all__ = ["aesthetic", "clip", "hps", "image_reward", "image_stats", "multi", "ocr", "pickscore", "remote", "toy",
+           "vlm_judge", "vvr", "CLIPScore", "HPSv2", "ImageReward", "LaionAesthetic", "MultiReward", "OCRReward",
+           "PickScore", "RemoteReward", "RemoteRewardError", "VLMJudge", "normalize_then_sum", "sum_then_normalize"]

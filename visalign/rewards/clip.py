@@ -3,16 +3,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Literal, Sequence
 
 import torch
 import torch.nn.functional as F
 
-from ..core.reward import Reward, register_reward
-from ..core.types import Metadata
-
-CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
-CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
+from ..core.reward import register_reward
+from .clip_similarity import ClipSimilarityReward
+from .pixels import OPENAI_CLIP_MEAN as CLIP_MEAN, OPENAI_CLIP_STD as CLIP_STD
 
 
 def import_open_clip():
@@ -63,21 +61,31 @@ def clip_pixels(samples: torch.Tensor, image_size: int | Sequence[int]) -> torch
 
 
 @register_reward("clip_score")
-class CLIPScore(Reward):
-    """Cosine similarity between CLIP image and prompt embeddings (×``scale``); differentiable in the images."""
+class CLIPScore(ClipSimilarityReward):
+    """``scale · cos(CLIP image, CLIP prompt)``, differentiable in the images; images and videos (per frame).
 
-    differentiable = True
+    ``backend: open_clip`` (default) takes an architecture name or ``model_config`` JSON plus ``checkpoint`` (or
+    ``path``) to a local file; ``backend: transformers`` takes ``path`` to a local ``CLIPModel`` folder. Inputs get
+    the published resize → center crop → normalise. ``scale: logit_scale`` uses the model's temperature."""
 
     def __init__(self, model: str = "ViT-B-32", checkpoint: str | None = None, model_config: str | None = None,
-                 scale: float = 1.0, device: str | None = None) -> None:
-        self.model, self.tokenizer = load_open_clip(model, checkpoint, model_config)
-        if device:
-            self.model.to(device)
-        self.scale = scale
+                 scale: float | str = 1.0, device: str | None = None, path: str | None = None,
+                 backend: Literal["open_clip", "transformers"] = "open_clip", tokenizer_path: str | None = None,
+                 batch_size: int = 32, video_pool: str = "mean") -> None:
+        from .clip_backends import HFClip, OpenClip
 
-    def __call__(self, samples: torch.Tensor, prompts: Sequence[str], metadata: Metadata) -> torch.Tensor:
-        device = next(self.model.parameters()).device
-        image = self.model.encode_image(clip_pixels(samples.to(device), self.model.visual.image_size))
-        with torch.no_grad():
-            text = self.model.encode_text(self.tokenizer(list(prompts)).to(device))
-        return self.scale * F.cosine_similarity(image, text, dim=-1)
+        if checkpoint and path and checkpoint != path:
+            raise ValueError(f"clip_score: give the weights once (checkpoint={checkpoint!r}, path={path!r})")
+        weights = path or checkpoint
+        if backend == "transformers":
+            if weights is None:
+                raise ValueError("clip_score with backend=transformers needs path=<local CLIPModel folder>")
+            clip = HFClip(weights, tokenizer_path)
+        elif backend == "open_clip":
+            if weights is None:
+                raise ValueError(f"open_clip model {model!r} needs checkpoint=<local file>; downloads are disabled")
+            clip = OpenClip(weights, model, model_config)
+        else:
+            raise ValueError(f"clip_score: backend must be 'open_clip' or 'transformers', got {backend!r}")
+        self.setup(clip, scale, device, batch_size, video_pool)
+        self.model = clip.model

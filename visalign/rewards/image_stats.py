@@ -1,4 +1,4 @@
-"""Simple differentiable image rewards that need no model: colour match and brightness."""
+"""Simple differentiable image rewards that need no model: colour match, brightness, redness, centre of mass, contrast."""
 from __future__ import annotations
 
 import re
@@ -55,3 +55,58 @@ class BrightnessReward(Reward):
 
     def __call__(self, samples: torch.Tensor, prompts: Sequence[str], metadata: Metadata) -> torch.Tensor:
         return _images(samples).flatten(1).mean(1)
+
+
+def _luminance(samples: torch.Tensor) -> torch.Tensor:
+    x = _images(samples)
+    return 0.299 * x[:, 0] + 0.587 * x[:, 1] + 0.114 * x[:, 2]
+
+
+@register_reward("mean_redness")
+class MeanRednessReward(Reward):
+    """Mean of ``R − (G + B)/2`` over pixels (intensities in [0, 1]), in [-1, 1]; differentiable."""
+
+    differentiable = True
+
+    def __call__(self, samples: torch.Tensor, prompts: Sequence[str], metadata: Metadata) -> torch.Tensor:
+        x = _images(samples)
+        return (x[:, 0] - 0.5 * (x[:, 1] + x[:, 2])).flatten(1).mean(1)
+
+
+class _CentreOfMassReward(Reward):
+    """Luminance-weighted mean pixel coordinate along one image axis, in [-1, 1] (left / top = -1); differentiable."""
+
+    differentiable = True
+    axis: int = -1
+
+    def __call__(self, samples: torch.Tensor, prompts: Sequence[str], metadata: Metadata) -> torch.Tensor:
+        lum = _luminance(samples)
+        if lum.dim() == 4:  # video: average the frames
+            lum = lum.mean(1)
+        coords = torch.linspace(-1, 1, lum.shape[self.axis], device=lum.device, dtype=lum.dtype)
+        profile = lum.sum(-2 if self.axis == -1 else -1)
+        return (profile * coords).sum(-1) / profile.sum(-1).clamp(min=1e-6)
+
+
+@register_reward("centre_of_mass_x")
+class CentreOfMassXReward(_CentreOfMassReward):
+    """Horizontal luminance centre of mass in [-1, 1] (right is positive)."""
+
+    axis = -1
+
+
+@register_reward("centre_of_mass_y")
+class CentreOfMassYReward(_CentreOfMassReward):
+    """Vertical luminance centre of mass in [-1, 1] (bottom is positive)."""
+
+    axis = -2
+
+
+@register_reward("contrast")
+class ContrastReward(Reward):
+    """Standard deviation of the luminance over pixels (RMS contrast, in [0, 0.5]); differentiable."""
+
+    differentiable = True
+
+    def __call__(self, samples: torch.Tensor, prompts: Sequence[str], metadata: Metadata) -> torch.Tensor:
+        return _luminance(samples).flatten(1).std(1, unbiased=False)

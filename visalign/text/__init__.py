@@ -30,7 +30,7 @@ from .multiturn import StepResult, TextEnvironment, Trajectory, Turn, load_envir
 from .policy import CausalLMPolicy, TextSamples
 from .reconcile import cosine_matrix, orpg_blend, pcgrad, priority_projection, reconcile, weighted_sum
 from .selection import PosteriorPromptSource
-from .rewards import ExactMatchReward, FormatReward, LengthReward, extract_answer
+from .rewards import CharFractionReward, ExactMatchReward, FormatReward, LengthReward, extract_answer
 from .tasks import ADDITION_CHARS, AdditionTask
 from .tokenizer import char_tokenizer
 
@@ -44,6 +44,6 @@ __all__ = [
     "aggregate", "distillation_loss", "forward_kl", "grad_norm", "hybrid_loss", "kl_penalty", "ppo_clip_loss", "reverse_kl",
     "tiny_causal_lm", "CausalLMPolicy", "TextSamples",
     "cosine_matrix", "orpg_blend", "pcgrad", "priority_projection", "reconcile", "weighted_sum",
-    "ExactMatchReward", "FormatReward", "LengthReward", "extract_answer",
+    "CharFractionReward", "ExactMatchReward", "FormatReward", "LengthReward", "extract_answer",
     "PosteriorPromptSource", "ADDITION_CHARS", "AdditionTask", "char_tokenizer",
 ]

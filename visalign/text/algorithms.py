@@ -18,6 +18,7 @@ from ..core.algorithm import Algorithm, Evaluation, TrainContext, register_algor
 from ..core.config import check
 from ..core.reward import Reward, build_reward, score
 from ..core.types import PromptBatch, Rollout
+from ..rewards.multi import gdpo_advantages
 from .advantages import ESTIMATORS, BetaPosteriorTable, group_rewards, mapp_advantages
 from .losses import distillation_loss, hybrid_loss, ppo_clip_loss
 from .policy import CausalLMPolicy, TextSamples
@@ -68,9 +69,12 @@ class TextRLConfig:
 @dataclass
 class TextGRPOConfig(TextRLConfig):
     """``advantage``: grpo | dr_grpo | rloo | mapp. ``aggregation: auto`` is ``constant`` for dr_grpo, else ``token``.
-    MaPP's Beta prior ``(mapp_alpha0, mapp_beta0)`` and per-prompt discount ``mapp_discount`` (lambda)."""
+    MaPP's Beta prior ``(mapp_alpha0, mapp_beta0)`` and per-prompt discount ``mapp_discount`` (lambda).
+    ``multi_reward: gdpo`` (with ``advantage: grpo``) normalises each component of a weighted reward within its group
+    before summing (GDPO)."""
 
     advantage: Literal["grpo", "dr_grpo", "rloo", "mapp"] = "grpo"
+    multi_reward: Literal["sum", "gdpo"] = "sum"
     mapp_alpha0: float = 1.0
     mapp_beta0: float = 1.0
     mapp_discount: float = 0.5
@@ -78,6 +82,9 @@ class TextGRPOConfig(TextRLConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         check(self.advantage not in ("rloo", "mapp") or self.group_size >= 2, f"{self.advantage} needs group_size >= 2")
+        check(self.multi_reward in ("sum", "gdpo"), f"multi_reward must be sum or gdpo, got {self.multi_reward!r}")
+        check(self.multi_reward == "sum" or self.advantage == "grpo",
+              f"multi_reward: gdpo normalises each reward component GRPO-style; it needs advantage: grpo, got {self.advantage!r}")
         check(self.mapp_alpha0 > 0 and self.mapp_beta0 > 0, "mapp_alpha0 and mapp_beta0 must be > 0")
         check(0.0 <= self.mapp_discount <= 1.0, f"mapp_discount must be in [0, 1], got {self.mapp_discount}")
 
@@ -168,7 +175,10 @@ class TextGRPO(_TextRL):
     def rollout(self, ctx: TrainContext, batch: PromptBatch, generator: torch.Generator) -> Rollout:
         s, rep = self._sample(ctx, batch, generator)
         rewards = ctx.score(s.texts, rep)
-        adv = self.advantages(batch.prompts, rewards).to(ctx.device)
+        if self.config.multi_reward == "gdpo":
+            adv = gdpo_advantages(ctx.reward, self.config.group_size).to(ctx.device)
+        else:
+            adv = self.advantages(batch.prompts, rewards).to(ctx.device)
         grouped = group_rewards(rewards.detach().float(), self.config.group_size)
         same = (grouped.max(1).values == grouped.min(1).values).float().mean()
         extras = {"text": s, "advantages": adv, "frac_uniform_groups": float(same), **self._logprob_extras(ctx, s)}

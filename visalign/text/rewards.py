@@ -92,3 +92,17 @@ class LengthReward(Reward):
     def __call__(self, samples: Sequence[str], prompts: Sequence[str], metadata: Metadata) -> torch.Tensor:
         texts = _check_texts(samples, len(metadata))
         return torch.tensor([max(0.0, 1.0 - len(t) / self.max_chars) for t in texts])
+
+
+@register_reward("text_char_fraction")
+class CharFractionReward(Reward):
+    """Fraction of the completion's characters that lie in ``chars`` (0 for an empty completion), e.g. even digits."""
+
+    def __init__(self, chars: str = "02468") -> None:
+        if not chars:
+            raise ValueError("text_char_fraction needs a non-empty chars set")
+        self.chars = frozenset(chars)
+
+    def __call__(self, samples: Sequence[str], prompts: Sequence[str], metadata: Metadata) -> torch.Tensor:
+        texts = _check_texts(samples, len(metadata))
+        return torch.tensor([sum(c in self.chars for c in t) / len(t) if t else 0.0 for t in texts])

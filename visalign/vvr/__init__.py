@@ -1,5 +1,7 @@
-"""VVR: verifiable visual rewards. Tasks (objects + 32 constraint types) with prompts, a renderer, a classical
-verifier, the VVRBench / VVRBench-Challenge splits and a bench runner. Numpy / scipy / PIL only."""
+"""VVR: verifiable visual rewards. v2 (the method's paper's format): closed-world visual specs with 46 constraint
+types (+ visalign's extension), whole-scene prompts, a classical verifier (strict / dense / RL reward), visalign's
+v2 splits, task files (JSONL / Parquet), video predicates and a bench runner. v1 (open world, 32 types) stays
+loadable. Numpy / scipy / PIL only."""
 from __future__ import annotations
 
 import importlib
@@ -18,6 +20,16 @@ _EXPORTS = {
     "VVRPromptSource": "source", "VVRFilePromptSource": "source", "task_batch": "source",
     "mutate": "mutations", "colour_layout": "features",
     "add_bench_arguments": "bench", "run_bench": "bench", "BenchInputError": "bench",
+    # v2
+    "VisualSpec": "spec", "parse_spec": "spec", "SpecError": "spec", "IMAGE_TYPES": "spec", "EXTENSION_TYPES": "spec",
+    "SpecTask": "spec_task", "make_task": "spec_task", "verify_spec": "spec_verifier", "SpecResult": "spec_verifier",
+    "Segmentation": "segment", "name_colour": "colour_model", "OBJECT_COLOURS": "colour_model",
+    "BACKGROUND_COLOURS": "colour_model", "generate_spec_task": "spec_sampler", "write_spec_prompt": "spec_prompts",
+    "render_spec_task": "spec_render", "load_split_v2": "splits", "read_task_file": "splits",
+    "write_task_file": "splits", "SPLITS_V2": "splits", "floor_scores": "floors", "Tolerances": "tolerances",
+    "verify_video": "video", "TEMPORAL_TYPES": "video", "generate_video_task": "video_tasks",
+    "render_video": "video_tasks", "video_split": "video_tasks", "VideoTask": "video_tasks",
+    "VVR2PromptSource": "source",
 }
 
 

@@ -129,7 +129,9 @@ def _hull_area(points: np.ndarray) -> float:
         return 0.0
 
 
-def _props(mask: np.ndarray, sl: tuple[slice, slice]) -> tuple[float, float, float, float, float, float]:
+def shape_moments(mask: np.ndarray, sl: tuple[slice, slice]) -> tuple[float, float, float, float, float, float]:
+    """Centroid (x, y in the full image), affine moment invariant e, solidity, elongation and pixel count of a
+    component ``mask`` cut out of the image at ``sl``."""
     ys, xs = np.nonzero(mask)
     n = float(len(xs))
     cx, cy = xs.mean(), ys.mean()
@@ -257,7 +259,7 @@ def parse_image(image: np.ndarray | Image.Image) -> ParsedImage:
         for idx in np.nonzero(sizes >= min_area)[0]:
             sl = slices[idx]
             comp = lab_img[sl] == idx + 1
-            cx, cy, e, solidity, elong, area = _props(comp, sl)
+            cx, cy, e, solidity, elong, area = shape_moments(comp, sl)
             full = np.zeros((h, w), bool)
             full[sl] = comp
             largest = max(largest, area / total)

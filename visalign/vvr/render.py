@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 from PIL import Image, ImageDraw
@@ -94,29 +94,31 @@ def _draw_order(scene: Scene) -> list[int]:
     return rest + fronts
 
 
-def _rgb(background: str | Sequence[int]) -> tuple[int, int, int]:
+def _rgb(background: str | Sequence[int], backgrounds: Mapping[str, tuple[int, int, int]] = BACKGROUNDS) -> tuple[int, int, int]:
     if isinstance(background, str):
-        if background not in BACKGROUNDS:
-            raise ValueError(f"unknown background {background!r}; choose from {sorted(BACKGROUNDS)} or give an RGB triple")
-        return BACKGROUNDS[background]
+        if background not in backgrounds:
+            raise ValueError(f"unknown background {background!r}; choose from {sorted(backgrounds)} or give an RGB triple")
+        return backgrounds[background]
     r, g, b = (int(v) for v in background)
     return r, g, b
 
 
 def render_scene(scene: Scene, size: int = 256, background: str | Sequence[int] = "white", noise_std: float = 0.0,
-                 seed: int = 0, supersample: int | None = None) -> np.ndarray:
-    """Draw ``scene`` as an ``size x size x 3`` uint8 array (anti-aliased by drawing ``supersample`` times larger)."""
+                 seed: int = 0, supersample: int | None = None, colours: Mapping[str, tuple[int, int, int]] = PALETTE,
+                 backgrounds: Mapping[str, tuple[int, int, int]] = BACKGROUNDS) -> np.ndarray:
+    """Draw ``scene`` as an ``size x size x 3`` uint8 array (anti-aliased by drawing ``supersample`` times larger).
+    ``colours`` / ``backgrounds`` name the RGB of object colours and backgrounds (v1 vocabulary by default)."""
     if size < 8:
         raise ValueError(f"render size must be >= 8 px, got {size}")
     ss = supersample or max(2, min(8, int(math.ceil(1024 / size))))
     big = size * ss
-    img = Image.new("RGB", (big, big), _rgb(background))
+    img = Image.new("RGB", (big, big), _rgb(background, backgrounds))
     draw = ImageDraw.Draw(img)
     k = big / 1000.0
     for i in _draw_order(scene):
         o = scene.objects[i]
         pts = outline(o.shape, o.x * k, o.y * k, o.s * k, o.rot)
-        draw.polygon([tuple(p) for p in pts], fill=PALETTE[o.color])
+        draw.polygon([tuple(p) for p in pts], fill=tuple(colours[o.color]))
     img = img.reduce(ss) if ss > 1 else img
     arr = np.asarray(img, dtype=np.uint8).copy()
     if noise_std > 0:

@@ -73,28 +73,26 @@ def markdown(summary: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def failure_grid(items: Sequence[tuple[np.ndarray, Task, VerifyResult]], path: str | Path, tile: int = 224) -> Path | None:
-    """PNG grid of failed tasks: each image with the parsed objects boxed and labelled, and the failed constraints."""
-    if not items:
+def annotated_grid(tiles: Sequence[tuple[np.ndarray, list[tuple[tuple[float, float, float, float], str]], list[str]]],
+                   path: str | Path, tile: int = 224) -> Path | None:
+    """PNG grid: each image with boxes (normalised x0, y0, x1, y1) labelled, and lines of text under it (the first
+    black, the rest red)."""
+    if not tiles:
         return None
-    cols = min(4, len(items))
-    rows = (len(items) + cols - 1) // cols
+    cols = min(4, len(tiles))
+    rows = (len(tiles) + cols - 1) // cols
     text_h = 70
     grid = Image.new("RGB", (cols * tile, rows * (tile + text_h)), (255, 255, 255))
     draw = ImageDraw.Draw(grid)
-    rng = random.Random(0)
-    for k, (img, task, res) in enumerate(items):
+    for k, (img, boxes, text) in enumerate(tiles):
         x0, y0 = (k % cols) * tile, (k // cols) * (tile + text_h)
         im = Image.fromarray(img).convert("RGB").resize((tile, tile), Image.NEAREST)
         d = ImageDraw.Draw(im)
-        sx, sy = tile / res.parsed.width, tile / res.parsed.height
-        for o in res.parsed.objects:
-            bx = (o.bbox[0] * sx, o.bbox[1] * sy, o.bbox[2] * sx - 1, o.bbox[3] * sy - 1)
+        for (bx0, by0, bx1, by1), label in boxes:
+            bx = (bx0 * tile, by0 * tile, bx1 * tile - 1, by1 * tile - 1)
             d.rectangle(bx, outline=(0, 0, 0))
-            d.text((bx[0] + 1, max(0, bx[1] - 10)), o.label(), fill=(0, 0, 0))
+            d.text((bx[0] + 1, max(0, bx[1] - 10)), label, fill=(0, 0, 0))
         grid.paste(im, (x0, y0))
-        failed = [sentence(c, rng) for c, ok in zip(task.constraints, res.passed) if not ok]
-        text = [task.id + (f"  gate={res.gate:.2f}" if res.gate < 1 else "")] + [f"x {s}" for s in failed]
         for j, line in enumerate(text[:5]):
             draw.text((x0 + 3, y0 + tile + 2 + 13 * j), line[:38], fill=(160, 0, 0) if j else (0, 0, 0))
     path = Path(path)
@@ -102,11 +100,28 @@ def failure_grid(items: Sequence[tuple[np.ndarray, Task, VerifyResult]], path: s
     return path
 
 
-def write_report(out: str | Path, summary: dict[str, Any], rows: Sequence[dict[str, Any]]) -> dict[str, Path]:
+def failure_grid(items: Sequence[tuple[np.ndarray, Task, VerifyResult]], path: str | Path, tile: int = 224) -> Path | None:
+    """PNG grid of failed tasks: each image with the parsed objects boxed and labelled, and the failed constraints."""
+    rng = random.Random(0)
+    tiles = []
+    for img, task, res in items:
+        w, h = res.parsed.width, res.parsed.height
+        boxes = [((o.bbox[0] / w, o.bbox[1] / h, o.bbox[2] / w, o.bbox[3] / h), o.label()) for o in res.parsed.objects]
+        failed = [sentence(c, rng) for c, ok in zip(task.constraints, res.passed) if not ok]
+        tiles.append((img, boxes, [task.id + (f"  gate={res.gate:.2f}" if res.gate < 1 else "")] + [f"x {s}" for s in failed]))
+    return annotated_grid(tiles, path, tile)
+
+
+def write_files(out: str | Path, summary: dict[str, Any], markdown_text: str, rows: Sequence[dict[str, Any]]) -> dict[str, Path]:
+    """report.json, report.md and results.jsonl in ``out``."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"json": out / "report.json", "markdown": out / "report.md", "results": out / "results.jsonl"}
     paths["json"].write_text(json.dumps(summary, indent=2) + "\n")
-    paths["markdown"].write_text(markdown(summary))
+    paths["markdown"].write_text(markdown_text)
     paths["results"].write_text("".join(json.dumps(r, default=float) + "\n" for r in rows))
     return paths
+
+
+def write_report(out: str | Path, summary: dict[str, Any], rows: Sequence[dict[str, Any]]) -> dict[str, Path]:
+    return write_files(out, summary, markdown(summary), rows)

@@ -9,13 +9,14 @@ import torch
 from ..core.errors import InputError
 from ..core.prompts import PromptSource, register_prompt_source
 from ..core.types import PromptBatch
-from .benchmark import EVAL_SEED_BASE, TRAIN_SEED_LIMIT, load_split, read_tasks
+from .benchmark import EVAL_SEED_BASE, TRAIN_SEED_LIMIT, load_split
 from .constraints import CONSTRAINT_NAMES
 from .sampler import LEVELS, generate_task
+from .spec_task import SpecTask
 from .task import Task
 
 
-def task_batch(tasks: Sequence[Task]) -> PromptBatch:
+def task_batch(tasks: Sequence[Task | SpecTask]) -> PromptBatch:
     """PromptBatch with ``metadata[i] = {"task": task_dict, "task_id": id}``."""
     return PromptBatch([t.prompt for t in tasks], [{"task": t.to_dict(), "task_id": t.id} for t in tasks])
 
@@ -60,13 +61,52 @@ class VVRPromptSource(PromptSource):
         return task_batch([self._task(EVAL_SEED_BASE + i, "vvr-eval") for i in range(n)])
 
 
+@register_prompt_source("vvr2")
+class VVR2PromptSource(PromptSource):
+    """Fresh closed-world VVR v2 tasks (the paper's format) from a training pool: ``"easy"`` (complexity <= 20) or
+    ``"matched"`` (VVRBench v2's distribution). Training draws pool indices below 1e9 from the torch generator;
+    ``eval_batch`` uses indices from 3e9 (held out)."""
+
+    def __init__(self, pool: str = "easy") -> None:
+        from .splits import POOLS
+
+        if pool not in POOLS:
+            raise ValueError(f"vvr2 pool must be one of {POOLS}, got {pool!r}")
+        self.pool = pool
+
+    def _task(self, index: int) -> SpecTask:
+        from .splits import split_task
+
+        for attempt in range(20):  # an index whose task cannot be drawn moves deterministically on
+            try:
+                return split_task(self.pool, index + attempt * 1_000_003)
+            except RuntimeError:
+                continue
+        raise RuntimeError(f"no VVR v2 {self.pool} task could be drawn near index {index}")
+
+    def sample(self, n: int, generator: torch.Generator) -> PromptBatch:
+        idx = torch.randint(0, TRAIN_SEED_LIMIT, (n,), generator=generator).tolist()
+        return task_batch([self._task(i) for i in idx])
+
+    def eval_batch(self, n: int) -> PromptBatch:
+        return task_batch([self._task(EVAL_SEED_BASE + i) for i in range(n)])
+
+
 @register_prompt_source("vvr_file")
 class VVRFilePromptSource(PromptSource):
-    """Tasks from a benchmark split (``"bench"`` / ``"challenge"``) or a JSONL file; draws uniformly, evaluates in order."""
+    """Tasks from a split (v2: ``bench``, ``challenge``, ``fast``, ``extension``; v1: ``bench-v1``,
+    ``challenge-v1``) or a task file (JSONL or Parquet, v2 rows or v1 tasks); draws uniformly, evaluates in order."""
 
     def __init__(self, split_or_path: str | Path, limit: int | None = None) -> None:
+        from .splits import EVAL_SPLITS, load_split_v2, read_task_file
+
         name = str(split_or_path)
-        self.tasks = load_split(name, limit) if name in ("bench", "challenge") else read_tasks(name)[:limit]
+        if name in EVAL_SPLITS:
+            self.tasks = load_split_v2(name, limit)
+        elif name in ("bench-v1", "challenge-v1"):
+            self.tasks = load_split(name[:-3], limit)
+        else:
+            self.tasks = read_task_file(name)[:limit]
         if not self.tasks:
             raise ValueError(f"no VVR tasks in {name}")
 

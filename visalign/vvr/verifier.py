@@ -49,8 +49,17 @@ class VerifyResult:
                 "objects": [o.to_dict() for o in self.parsed.objects]}
 
 
-def verify(image: np.ndarray | Image.Image, task: Task | dict[str, Any]) -> VerifyResult:
-    """Check ``image`` (uint8 ``H x W x 3``, PIL, or float in [-1, 1]) against ``task``."""
+def verify(image: np.ndarray | Image.Image, task: Any, tolerances: str = "default") -> Any:
+    """Check ``image`` (uint8 ``H x W x 3``, PIL, or float in [-1, 1]) against ``task``: a v2 task (``SpecTask``,
+    a row with ``visual_spec_json`` or a ``VisualSpec``; closed world, returns a ``SpecResult``) or a v1 task
+    (open world, returns a :class:`VerifyResult`). Both results have ``all_satisfied``."""
+    from .spec import VisualSpec
+    from .spec_task import SpecTask, is_v2_row
+    from .spec_verifier import verify_spec
+
+    if isinstance(task, VisualSpec) or is_v2_row(task):
+        spec = task if isinstance(task, VisualSpec) else SpecTask.from_row(task).spec
+        return verify_spec(image, spec, tolerances)
     task = Task.from_dict(task) if isinstance(task, dict) else task
     parsed = parse_image(image)
     gate = parsed.gate()

@@ -1,0 +1,190 @@
+"""Rerun the commands behind the README's tables and say, per table, whether its numbers still come back.
+
+    python pipelines/reproduce.py --fast              # the entries that take a few minutes at most
+    python pipelines/reproduce.py --all               # every entry (the VVR comparisons take hours)
+    python pipelines/reproduce.py --only toy_tilt     # one entry (repeatable)
+    python pipelines/reproduce.py --fast --write      # ... and store the fresh result files, pictures and README blocks
+    python pipelines/reproduce.py --list              # entries, their commands and stored state; runs nothing
+    python pipelines/reproduce.py --check-readme      # README blocks == rendering of the stored files; runs nothing
+    python pipelines/reproduce.py --render            # rewrite the README blocks from the stored files; runs nothing
+
+Each entry's command writes a result file (``visalign.results``); it is compared with ``assets/results/<name>.json``
+within the tolerance stored there (exact for deterministic runs on the platform that wrote it, standard errors or
+ratios for noisy ones; wall times are never compared). Per entry it prints ``unchanged``, the rows that moved, or
+``not yet regenerated`` for a stored file reconstructed by hand that no run has written. Exit status 1 when a table
+moved, its arguments differ or the README disagrees with the stored files.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from pipelines.readme_results import ENTRIES, README, Entry, entry  # noqa: E402
+from visalign.results import (  # noqa: E402
+    Comparison,
+    ResultRow,
+    ResultTable,
+    Run,
+    compare,
+    load_results,
+    read_blocks,
+    replace_blocks,
+)
+
+
+def _argv(template: tuple[str, ...], out: Path, results: Path) -> list[str]:
+    argv = [a.replace("{out}", str(out)).replace("{results}", str(results)) for a in template]
+    return [sys.executable if a == "python" and i == 0 else a for i, a in enumerate(argv)]
+
+
+def run_entry(e: Entry, runs_dir: Path, log=print) -> ResultTable:
+    """Run every command of ``e`` in a fresh folder under ``runs_dir`` and return the merged fresh result, with the
+    run folder written as ``{out}`` in its recorded arguments."""
+    folder = runs_dir / e.name
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    tables = []
+    for i, (label, template) in enumerate(e.runs):
+        out, results = folder / (f"run_{i}" if len(e.runs) > 1 else "out"), folder / f"result_{i}.json"
+        argv = _argv(template, out, results)
+        log(f"[{e.name}] {' '.join(template)}")
+        with (folder / f"log_{i}.txt").open("w") as log_file:
+            proc = subprocess.run(argv, cwd=ROOT, env=env, stdout=log_file, stderr=subprocess.STDOUT)
+        if proc.returncode != 0:
+            tail = (folder / f"log_{i}.txt").read_text().splitlines()[-20:]
+            raise RuntimeError(f"{e.name}: command failed with exit status {proc.returncode}: {' '.join(argv)}\n" + "\n".join(tail))
+        table = load_results(results)
+        for run in table.runs:
+            run.args = [a.replace(str(out), "{out}") for a in run.args]
+            run.label = label
+        tables.append(table)
+    return merge(e, tables)
+
+
+def merge(e: Entry, tables: list[ResultTable]) -> ResultTable:
+    """One result per entry: a single run as it is (named after the entry), several runs with labelled rows."""
+    first = tables[0]
+    if len(tables) == 1:
+        first.name = e.name
+        return first
+    rows = [ResultRow(f"{t.runs[0].label}/{r.row}", r.values, r.se, r.info) for t in tables for r in t.rows]
+    runtime = sum(t.runtime_s or 0.0 for t in tables)
+    return ResultTable(name=e.name, runs=[Run(t.runs[0].command, t.runs[0].args, t.runs[0].label) for t in tables],
+                       rows=rows, tolerance=first.tolerance, platform_tolerance=first.platform_tolerance,
+                       commit=first.commit, dirty=any(t.dirty for t in tables), platform=first.platform,
+                       note=e.note, runtime_s=round(runtime, 1))
+
+
+def rendered_blocks(tables: dict[str, ResultTable]) -> dict[str, str]:
+    """README block name -> text, for the entries whose tables are given."""
+    return {block: render(tables[e.name]) for e in ENTRIES if e.name in tables for block, render in e.blocks.items()}
+
+
+def stored_tables() -> dict[str, ResultTable]:
+    return {e.name: load_results(e.path) for e in ENTRIES}
+
+
+def readme_mismatches(readme_text: str, tables: dict[str, ResultTable]) -> list[str]:
+    """Every README block that differs from its rendering, every block with no entry and every entry block missing."""
+    blocks, expected = read_blocks(readme_text), rendered_blocks(tables)
+    owner = {block: e.name for e in ENTRIES for block in e.blocks}
+    problems = [f"README block {name!r} has no results entry" if name not in owner else
+                f"README block {name!r}: no stored result file {owner[name]}.json" for name in sorted(set(blocks) - set(expected))]
+    problems += [f"README has no block {name!r}" for name in sorted(set(expected) - set(blocks))]
+    for name in sorted(set(blocks) & set(expected)):
+        if blocks[name] != expected[name]:
+            problems.append(f"README block {name!r} differs from its result file:\n--- README\n{blocks[name]}\n"
+                            f"--- rendered\n{expected[name]}")
+    return problems
+
+
+def write(e: Entry, fresh: ResultTable, runs_dir: Path) -> None:
+    """Store the fresh result, copy its pictures and rewrite its README blocks (all rendered and found first, so a
+    result the README cannot show changes nothing)."""
+    readme = replace_blocks(README.read_text(), rendered_blocks({e.name: fresh}))
+    pictures = {runs_dir / e.name / "out" / src: ROOT / dst for src, dst in e.pictures.items()}
+    missing = [str(src) for src in pictures if not src.is_file()]
+    if missing:
+        raise FileNotFoundError(f"{e.name}: the run wrote no {missing}")
+    fresh.save(e.path)
+    for src, dst in pictures.items():
+        shutil.copyfile(src, dst)
+    README.write_text(readme)
+
+
+def selected(args: argparse.Namespace) -> list[Entry]:
+    if args.only:
+        return [entry(n) for n in args.only]
+    return [e for e in ENTRIES if args.all or e.fast]
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--fast", action="store_true", help="entries that take a few minutes at most")
+    which.add_argument("--all", action="store_true", help="every entry")
+    which.add_argument("--only", action="append", metavar="NAME", help="this entry (repeatable)")
+    which.add_argument("--list", action="store_true", help="list entries and the state of their stored files")
+    which.add_argument("--check-readme", action="store_true", help="compare the README blocks with the stored files")
+    which.add_argument("--render", action="store_true", help="rewrite the README blocks from the stored files")
+    p.add_argument("--write", action="store_true", help="store fresh results, pictures and README blocks")
+    p.add_argument("--runs", default=None, help="run folders go here (default: a temporary folder, removed after)")
+    args = p.parse_args(argv)
+    if args.write and (args.list or args.check_readme or args.render):
+        p.error("--write goes with --fast, --all or --only (it stores the results of fresh runs)")
+
+    if args.list:
+        for e in ENTRIES:
+            t = load_results(e.path) if e.path.is_file() else None
+            state = ("no stored file" if t is None else "not yet regenerated" if not t.regenerated
+                     else f"written at {t.commit[:10]}{'+dirty' if t.dirty else ''}, {t.runtime_s} s")
+            print(f"{e.name:26s} {'fast' if e.fast else 'all ':4s}  {state}")
+            for _, template in e.runs:
+                print(f"{'':32s}{' '.join(template)}")
+        return 0
+    if args.check_readme or args.render:
+        tables = stored_tables()
+        if args.render:
+            README.write_text(replace_blocks(README.read_text(), rendered_blocks(tables)))
+        problems = readme_mismatches(README.read_text(), tables)
+        print("\n".join(problems) if problems else "README blocks match the stored result files")
+        return 1 if problems else 0
+
+    failed, begin = False, time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="reproduce_") as tmp:
+        runs_dir = Path(args.runs) if args.runs else Path(tmp)
+        for e in selected(args):
+            start = time.perf_counter()
+            try:
+                fresh = run_entry(e, runs_dir)
+            except RuntimeError as err:
+                print(f"{e.name}: failed\n  {err}", flush=True)
+                failed = True
+                continue
+            seconds = time.perf_counter() - start
+            if e.path.is_file():
+                result: Comparison = compare(load_results(e.path), fresh)
+                print(result.report() + f"  [{seconds:.0f} s]", flush=True)
+                failed |= result.status in ("moved", "arguments differ")
+            else:
+                print(f"{e.name}: no stored result yet  [{seconds:.0f} s]", flush=True)
+            if args.write:
+                write(e, fresh, runs_dir)
+                print(f"{e.name}: wrote {e.path}" + (", README blocks " + ", ".join(e.blocks) if e.blocks else ""))
+    print(f"total {time.perf_counter() - begin:.0f} s")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

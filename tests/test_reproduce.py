@@ -1,0 +1,107 @@
+"""pipelines/reproduce.py: the README's tables come from the stored result files, and the commands behind them
+still produce those numbers (a short text run in the default suite, every other entry under ``-m slow``)."""
+from __future__ import annotations
+
+import copy
+import sys
+from pathlib import Path
+
+import pytest
+
+from visalign.results import compare
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from pipelines import readme_results as registry  # noqa: E402
+from pipelines import reproduce  # noqa: E402
+
+
+def test_every_entry_has_a_stored_result_file():
+    missing = [e.name for e in registry.ENTRIES if not e.path.is_file()]
+    assert not missing, f"no assets/results/<name>.json for {missing}: run pipelines/reproduce.py --only NAME --write"
+
+
+def test_readme_blocks_equal_what_their_result_files_render():
+    problems = reproduce.readme_mismatches(registry.README.read_text(), reproduce.stored_tables())
+    assert not problems, "\n".join(problems) + "\n(pipelines/reproduce.py --render rewrites them)"
+
+
+def test_a_changed_readme_number_is_caught_by_block_name():
+    text = registry.README.read_text()
+    block = reproduce.rendered_blocks(reproduce.stored_tables())["toy_tilt/lambda"]
+    tampered = text.replace(block, block.replace("| reward |", "| reward | 1 |", 1))
+    assert any("'toy_tilt/lambda' differs" in p for p in reproduce.readme_mismatches(tampered, reproduce.stored_tables()))
+
+
+def test_a_moved_row_is_reported_by_name():
+    stored = reproduce.load_results(registry.entry("text_arithmetic").path)
+    fresh = copy.deepcopy(stored)
+    fresh.row("grpo").values["exact_match"] += 1 / 256
+    result = compare(stored, fresh)
+    assert result.status == "moved" and [m.row for m in result.moved] == ["grpo"]
+    assert "moved: grpo: exact_match" in result.report()
+
+
+def _check(name: str, tmp_path: Path) -> None:
+    e = registry.entry(name)
+    stored = reproduce.load_results(e.path)
+    if not stored.regenerated:
+        pytest.skip(f"{name}: stored numbers are reconstructed, not yet regenerated (run reproduce.py --only {name} --write)")
+    fresh = reproduce.run_entry(e, tmp_path, log=lambda _: None)
+    result = compare(stored, fresh)
+    if result.platform and stored.platform_tolerance is None and not result.ok:
+        pytest.skip(f"{name} is exact only on the platform that wrote it, and this one differs:\n{result.report()}")
+    assert result.ok, result.report()
+
+
+def test_short_text_run_reproduces_its_stored_result(tmp_path: Path):
+    """~10 s: warm start + 5 RL steps of GRPO and MaPP, compared exactly with assets/results/text_arithmetic_short.json."""
+    _check("text_arithmetic_short", tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [e.name for e in registry.ENTRIES if e.name != "text_arithmetic_short"])
+def test_entry_reproduces_its_stored_result(name: str, tmp_path: Path):
+    _check(name, tmp_path)
+
+
+FAKE = """import sys
+from pathlib import Path
+from visalign.results import ResultRow, write_results
+value = float(Path(sys.argv[0]).with_name("value.txt").read_text())
+write_results(sys.argv[sys.argv.index("--results") + 1], "fake", "python fake.py", sys.argv[1:],
+              [ResultRow("a", {"x": 0.5}), ResultRow("b", {"x": value})])
+"""
+
+
+def test_reproduce_reports_the_moved_row_and_write_rewrites_the_readme(tmp_path, monkeypatch, capsys):
+    """The whole command on a stand-in entry: first run stores, an unchanged rerun says so, a moved value is reported
+    with its row and fails, and --write puts the new number into the README block."""
+    script = tmp_path / "fake.py"
+    script.write_text(FAKE)
+    value = tmp_path / "value.txt"
+    readme = tmp_path / "README.md"
+    readme.write_text("x is <!-- results:fake -->?<!-- /results -->.\n")
+    fake = registry.Entry("fake", ((None, ("python", str(script), "--results", "{results}")),), fast=True,
+                          blocks={"fake": lambda t: f"{t.row('b').values['x']:.1f}"})
+    monkeypatch.setattr(registry, "RESULTS_DIR", tmp_path / "results")
+    monkeypatch.setattr(registry, "ENTRIES", (fake,))
+    monkeypatch.setattr(reproduce, "ENTRIES", (fake,))
+    monkeypatch.setattr(reproduce, "README", readme)
+    runs = ["--runs", str(tmp_path / "runs")]
+
+    value.write_text("1.0")
+    assert reproduce.main(["--only", "fake", "--write", *runs]) == 0
+    assert readme.read_text() == "x is <!-- results:fake -->1.0<!-- /results -->.\n"
+    assert reproduce.main(["--fast", *runs]) == 0
+    assert "fake: unchanged" in capsys.readouterr().out
+
+    value.write_text("2.0")
+    assert reproduce.main(["--fast", *runs]) == 1
+    out = capsys.readouterr().out
+    assert "fake: moved" in out and "moved: b: x 1 -> 2" in out and "a: x" not in out
+    assert reproduce.main(["--check-readme"]) == 0  # the README still matches the stored (old) file
+    assert reproduce.main(["--fast", "--write", *runs]) == 1
+    assert readme.read_text() == "x is <!-- results:fake -->2.0<!-- /results -->.\n"
+    assert reproduce.load_results(fake.path).row("b").values["x"] == 2.0

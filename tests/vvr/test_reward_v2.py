@@ -1,0 +1,87 @@
+"""The ``vvr`` reward on v2 tasks (the paper's RL reward shape), the ``vvr2`` prompt source, and VVR for video:
+the 11 temporal predicates, the video renderer and the ``vvr_video`` reward."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from visalign.core import get_reward
+from visalign.vvr.floors import floor_image
+from visalign.vvr.render import to_tensor
+from visalign.vvr.source import VVR2PromptSource
+from visalign.vvr.spec_render import render_spec_task
+from visalign.vvr.spec_task import SpecTask
+from visalign.vvr.spec_verifier import verify_spec
+from visalign.vvr.video import TEMPORAL_TYPES, verify_video
+from visalign.vvr.video_tasks import generate_video_task, render_video, to_video_tensor
+
+
+@pytest.fixture(scope="module")
+def batch():
+    return VVR2PromptSource("easy").sample(6, torch.Generator().manual_seed(0))
+
+
+def test_reward_on_v2_rows(batch):
+    tasks = [SpecTask.from_row(m["task"]) for m in batch.metadata]
+    good = to_tensor([render_spec_task(t, 96) for t in tasks])
+    reward, strict = get_reward("vvr"), get_reward("vvr", strict=True)
+    assert torch.allclose(reward(good, batch.prompts, batch.metadata), torch.ones(6))
+    assert torch.equal(strict(good, batch.prompts, batch.metadata), torch.ones(6))
+    assert reward.last_details[0]["all_satisfied"]
+    blank = torch.ones_like(good)
+    assert torch.all(reward(blank, batch.prompts, batch.metadata) == 0)
+    clutter = to_tensor([floor_image("clutter", 96)] * 6)
+    r = reward(clutter, batch.prompts, batch.metadata)
+    assert torch.all(r < 0.2) and torch.all(strict(clutter, batch.prompts, batch.metadata) == 0)
+    with pytest.raises(ValueError, match="tolerances"):
+        get_reward("vvr", tolerances="loose")
+
+
+def test_reward_is_partial_credit_times_soft_gates(batch):
+    """One unrequested object costs the extras gate 1 / 1.2 and the extras term of the dense score."""
+    task = SpecTask.from_row(batch.metadata[0]["task"])
+    from visalign.vvr.spec_mutations import mutate_spec
+
+    scene, kind, broken = mutate_spec(task.witness, task.spec, 0, kind="add")
+    res = verify_spec(render_spec_task(task, 128, scene=scene), task.spec)
+    assert broken == ["extras"] and res.extras == 1 and not res.strict
+    assert res.reward == pytest.approx(res.dense / 1.2, rel=1e-6)
+    assert res.scores["extras"] == pytest.approx(0.5)
+
+
+def test_prompt_source_is_seeded_and_held_out():
+    src = VVR2PromptSource("easy")
+    a, b = (src.sample(3, torch.Generator().manual_seed(4)) for _ in range(2))
+    assert a.prompts == b.prompts
+    ev = src.eval_batch(3)
+    assert not {m["task_id"] for m in ev.metadata} & {m["task_id"] for m in a.metadata}
+    assert all("nothing else" in p or "no other objects" in p for p in a.prompts + ev.prompts)
+    with pytest.raises(ValueError, match="pool"):
+        VVR2PromptSource("hard")
+
+
+@pytest.mark.parametrize("kind", TEMPORAL_TYPES)
+def test_video_predicate_on_rendered_videos(kind):
+    task = generate_video_task(77, kind, frames=8)
+    for size in (32, 64):
+        res = verify_video(render_video(task, size), task.spec)
+        assert res.strict, (kind, size, res.to_dict())
+    frozen = np.repeat(render_video(task, 32)[:1], task.frames, axis=0)  # the first frame held still
+    if kind not in ("persistent", "stationary", "count_consistency", "size_change", "velocity_range"):
+        assert not verify_video(frozen, task.spec).strict, kind
+
+
+def test_video_reward_and_errors():
+    tasks = [generate_video_task(5 + i, k, frames=12) for i, k in enumerate(TEMPORAL_TYPES)]
+    videos = to_video_tensor([render_video(t, 32) for t in tasks])
+    assert videos.shape == (11, 3, 12, 32, 32)
+    meta = [{"task": t.to_row()} for t in tasks]
+    reward = get_reward("vvr_video")
+    r = reward(videos, [t.prompt for t in tasks], meta)
+    assert torch.all(r > 0.9), r
+    assert torch.all(reward(torch.ones_like(videos), [t.prompt for t in tasks], meta) == 0)
+    with pytest.raises(ValueError, match="B x 3 x T x H x W"):
+        reward(videos[:, :, 0], [t.prompt for t in tasks], meta)
+    with pytest.raises(ValueError, match="metadata"):
+        reward(videos[:2], ["", ""], [{}, {}])

@@ -1,0 +1,47 @@
+"""Marked README blocks, ``<!-- results:NAME -->…<!-- /results -->``, whose text is rendered from a result file.
+
+A block is either a table on its own lines (the markers on lines of their own) or a phrase inside a paragraph or list
+item (the markers inline, never at the start of a line, where Markdown would read the comment as an HTML block; the
+phrase may wrap over lines like the text around it).
+"""
+from __future__ import annotations
+
+import re
+
+BLOCK = re.compile(r"<!-- results:(?P<name>[\w./-]+) -->(?P<body>.*?)<!-- /results -->", re.S)
+
+
+def read_blocks(text: str) -> dict[str, str]:
+    """Block name -> its current text (without the surrounding newlines of a table block)."""
+    blocks: dict[str, str] = {}
+    for m in BLOCK.finditer(text):
+        name = m.group("name")
+        if name in blocks:
+            raise ValueError(f"README block {name!r} appears twice")
+        line_start = text[text.rfind("\n", 0, m.start()) + 1:m.start()]
+        if not m.group("body").startswith("\n") and not line_start.strip():
+            raise ValueError(f"README block {name!r} is inline but starts its line: Markdown would read the comment "
+                             "as an HTML block; put some of the sentence before it")
+        blocks[name] = m.group("body").strip("\n")
+    unclosed = text.count("<!-- results:") - len(blocks)
+    if unclosed:
+        raise ValueError(f"{unclosed} README results block(s) not closed with <!-- /results -->")
+    return blocks
+
+
+def replace_blocks(text: str, rendered: dict[str, str]) -> str:
+    """``text`` with every named block's body replaced by ``rendered[name]``; a name with no block is an error."""
+    missing = sorted(set(rendered) - set(read_blocks(text)))
+    if missing:
+        raise KeyError(f"README has no results block for {missing}")
+
+    def sub(m: re.Match) -> str:
+        name, body = m.group("name"), m.group("body")
+        if name not in rendered:
+            return m.group(0)
+        new = rendered[name]
+        if body.startswith("\n"):
+            new = f"\n{new}\n"
+        return f"<!-- results:{name} -->{new}<!-- /results -->"
+
+    return BLOCK.sub(sub, text)
