@@ -182,21 +182,22 @@ class Trainer:
         return TrainedModel(module, params, self.accelerator.prepare(optimizer), scheduler, max_grad_norm, ema, ema_decay)
 
     def _check_output_dir(self) -> None:
-        """Refuse an output folder that cannot be written, or that holds files while neither resuming nor overwriting."""
+        """Refuse an output folder that cannot be written, or that holds files while neither resuming nor overwriting.
+
+        Every process checks (so all of them raise together) before any of them writes (the barrier after it)."""
         cfg, out = self.config, self.output_dir
-        if self.accelerator.is_main_process:
-            try:
-                out.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise ConfigError(f"trainer.output_dir {out} cannot be created ({exc.strerror or exc})") from exc
-            if not os.access(out, os.W_OK | os.X_OK):
-                raise ConfigError(f"trainer.output_dir {out} is not writable")
-            entries = sorted(p.name for p in out.iterdir())
-            if entries and not (cfg.resume_from or cfg.overwrite):
-                shown = ", ".join(entries[:5]) + (", ..." if len(entries) > 5 else "")
-                raise ConfigError(
-                    f"trainer.output_dir {out} is not empty ({shown}); continue that run with trainer.resume_from=latest, "
-                    "write over it with trainer.overwrite=true (visalign train --overwrite), or choose another folder")
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"trainer.output_dir {out} cannot be created ({exc.strerror or exc})") from exc
+        if not os.access(out, os.W_OK | os.X_OK):
+            raise ConfigError(f"trainer.output_dir {out} is not writable")
+        entries = sorted(p.name for p in out.iterdir())
+        if entries and not (cfg.resume_from or cfg.overwrite):
+            shown = ", ".join(entries[:5]) + (", ..." if len(entries) > 5 else "")
+            raise ConfigError(
+                f"trainer.output_dir {out} is not empty ({shown}); continue that run with trainer.resume_from=latest, "
+                "write over it with trainer.overwrite=true (visalign train --overwrite), or choose another folder")
         self.accelerator.wait_for_everyone()
 
     @property
