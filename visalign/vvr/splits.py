@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
+from ..core.errors import InputError
 from .benchmark import cache_dir, jsonl_bytes, sha256
 from .spec import EXTENSION_TYPES
 from .spec_sampler import BINS, CHALLENGE_RANGE, TASK_TYPES, minimum_complexity
@@ -156,7 +157,7 @@ def load_split_v2(split: str, limit: int | None = None) -> list[SpecTask]:
 # ---------------------------------------------------------------- task files
 
 
-class TaskFileError(ValueError):
+class TaskFileError(InputError):
     """A task file that cannot be read: missing, unreadable, wrong format, or a bad row (named by line / row)."""
 
 
