@@ -71,8 +71,10 @@ class DiffusersFlowConfig:
 class PromptEmbeddingCache:
     """Embeddings of single prompts, keyed by text, least recently used dropped beyond ``size``.
 
-    ``get`` encodes the prompts it has not seen in one batch (without grad: text encoders are frozen) and stacks
-    per-prompt rows, so a group of G samples of one prompt costs one encoder row."""
+    ``get`` encodes each prompt it has not seen on its own (without grad: text encoders are frozen) and stacks
+    per-prompt rows, so a group of G samples of one prompt costs one encoder pass. One prompt per pass keeps an
+    embedding bitwise independent of which prompts shared its batch (batched matmuls round differently), so runs
+    and resumed runs stay reproducible whatever the cache held."""
 
     def __init__(self, size: int) -> None:
         self.size = size
@@ -86,13 +88,10 @@ class PromptEmbeddingCache:
         self._rows.clear()
 
     def get(self, prompts: Sequence[str], encode: Callable[[list[str]], Embeds]) -> Embeds:
-        missing = list(dict.fromkeys(p for p in prompts if p not in self._rows))
-        if missing:
+        for text in dict.fromkeys(p for p in prompts if p not in self._rows):
             with torch.no_grad():
-                batch = encode(missing)
-            self.misses += len(missing)
-            for i, text in enumerate(missing):
-                self._rows[text] = {k: v[i].detach() for k, v in batch.items()}
+                self._rows[text] = {k: v[0].detach() for k, v in encode([text]).items()}
+            self.misses += 1
         rows = []
         for text in prompts:
             self._rows.move_to_end(text)

@@ -1,0 +1,284 @@
+"""Diffusers flow adapters on tiny random pipelines (SD3, FLUX.1, SANA, SANA-Sprint, Wan): they sample exactly what the
+pipeline's own ``__call__`` samples, train with Flow-GRPO / RWR / reward backprop (LoRA moves, the adapter-off
+reference does not), save LoRA files that diffusers' ``load_lora_weights`` reads, and resume exactly."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from visalign.algorithms import FlowGRPO, FlowGRPOConfig, RewardBackprop, RewardBackpropConfig, RWR, RWRConfig
+from visalign.core import Reward
+from visalign.core.algorithm import TrainContext
+from visalign.core.generator import build_generator, load_generator
+from visalign.core.types import PromptBatch
+from visalign.generators import load_pipeline, FluxFlowModel, SanaFlowModel, SanaSprintFlowModel, SD3FlowModel, WanFlowModel
+
+from .tiny_pipelines import BUILDERS
+
+PROMPTS = ["a red circle", "a blue square"]
+FAMILIES = {
+    "sd3": (SD3FlowModel, dict(height=32, width=32, num_steps=2, max_sequence_length=16)),
+    "flux": (FluxFlowModel, dict(height=32, width=32, num_steps=2, max_sequence_length=16)),
+    "sana": (SanaFlowModel, dict(height=32, width=32, num_steps=2, max_sequence_length=16)),
+    "sana_sprint": (SanaSprintFlowModel, dict(height=32, width=32, num_steps=1, max_sequence_length=16)),
+    "wan": (WanFlowModel, dict(height=16, width=16, num_steps=2, num_frames=5, max_sequence_length=16)),
+}
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def _seeded(seed: int = 0) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+def adapter(family: str, pipeline=None, **overrides):
+    cls, kwargs = FAMILIES[family]
+    return cls(cls.config_class(**{**kwargs, **overrides}), pipeline=pipeline or BUILDERS[family]())
+
+
+@pytest.fixture(scope="module")
+def saved_pipelines(tmp_path_factory):
+    """Each tiny pipeline saved once to a folder (what a user's ``generator.path`` points at)."""
+    root = tmp_path_factory.mktemp("tiny_pipelines")
+    paths = {}
+
+    def get(family: str):
+        if family not in paths:
+            paths[family] = root / family
+            BUILDERS[family]().save_pretrained(str(paths[family]))
+        return paths[family]
+
+    return get
+
+
+class MeanReward(Reward):
+    """Differentiable mean sample value (any layout: images, videos, latents)."""
+
+    name = "mean"
+    differentiable = True
+
+    def __call__(self, samples, prompts, metadata):
+        return samples.float().flatten(1).mean(1)
+
+
+def _pipeline_call(family: str, pipe, noise: torch.Tensor, num_steps: int) -> torch.Tensor:
+    """The pipeline's own sampler from the same initial noise, as samples in [-1, 1]."""
+    common = dict(prompt=PROMPTS, num_inference_steps=num_steps, output_type="pt", return_dict=False,
+                  max_sequence_length=16)
+    if family == "sd3":
+        return pipe(latents=noise, height=32, width=32, guidance_scale=1.0, **common)[0] * 2 - 1
+    if family == "flux":
+        b, c, h, w = noise.shape
+        return pipe(latents=pipe._pack_latents(noise, b, c, h, w), height=32, width=32, guidance_scale=3.5, **common)[0] * 2 - 1
+    if family in ("sana", "sana_sprint"):
+        extra = dict(guidance_scale=1.0) if family == "sana" else dict(guidance_scale=4.5, intermediate_timesteps=None)
+        return pipe(latents=noise, height=32, width=32, use_resolution_binning=False, complex_human_instruction=None,
+                    **extra, **common)[0] * 2 - 1
+    frames = pipe(latents=noise, height=16, width=16, num_frames=5, guidance_scale=1.0, **common)[0]
+    return frames.permute(0, 2, 1, 3, 4) * 2 - 1  # B×T×C×H×W in [0, 1] -> B×C×T×H×W in [-1, 1]
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_samples_match_the_pipeline_and_sde_log_probs_are_finite(family):
+    gen = adapter(family)
+    noise = gen.make_noise(2, _seeded())
+    samples = gen.sample(PROMPTS, noise=noise)
+    expected_shape = (2, 3, 5, 16, 16) if family == "wan" else (2, 3, 32, 32)
+    assert samples.shape == expected_shape and samples.min() >= -1 and samples.max() <= 1 and not samples.requires_grad
+    expected = _pipeline_call(family, gen.pipeline, noise, gen.num_steps)
+    # SANA-Sprint: the first SCM angle 1.5708 is flow time 1 + 4e-6, which the adapter clips to 1
+    torch.testing.assert_close(samples, expected, rtol=0, atol=2e-5)  # prompts encoded one by one vs batched
+    assert (samples[0] - samples[1]).abs().max() > 1e-4  # prompts (and noise) matter
+
+    traj = gen.sample_sde(noise, PROMPTS, generator=_seeded(1), num_steps=2)
+    assert traj.latents.shape == (2, 3, *gen.noise_shape) and torch.isfinite(traj.log_probs).all()
+    rescored = torch.stack([gen.sde_log_prob(traj, k) for k in range(2)], 1)
+    torch.testing.assert_close(rescored, traj.log_probs, rtol=0, atol=1e-4)
+
+
+def test_prompt_embeddings_are_cached_per_text_and_bounded():
+    gen = adapter("sd3", prompt_cache_size=3)
+    calls = []
+    encode = gen._encode_batch
+    gen._encode_batch = lambda prompts: calls.append(list(prompts)) or encode(prompts)
+    first = gen.encode(["a", "b", "a", "b"])
+    assert calls == [["a"], ["b"]]  # one pass per new prompt
+    again = gen.encode(["b", "a"])
+    assert calls == [["a"], ["b"]]  # no encoder call for known prompts
+    torch.testing.assert_close(again.embeds["prompt_embeds"], first.embeds["prompt_embeds"][[1, 0]], rtol=0, atol=0)
+    gen.encode(["c", "d"])
+    assert calls[-2:] == [["c"], ["d"]] and len(gen.prompt_cache) == 3  # least recently used "b" dropped
+    gen.encode(["b"])
+    assert calls[-1] == ["b"]
+
+
+def test_classifier_free_guidance_matches_the_pipeline():
+    gen = adapter("sd3", guidance_scale=3.0, negative_prompt="")
+    noise = gen.make_noise(2, _seeded())
+    cond = gen.encode(PROMPTS)
+    t = torch.full((2,), 0.5)
+    plain = adapter("sd3", pipeline=gen.pipeline)
+    v_text = plain.velocity(noise, t, plain.encode(PROMPTS))
+    v_null = plain.velocity(noise, t, plain.encode(["", ""]))
+    torch.testing.assert_close(gen.velocity(noise, t, cond), v_null + 3.0 * (v_text - v_null), rtol=1e-5, atol=1e-5)
+    expected = gen.pipeline(prompt=PROMPTS, latents=noise, height=32, width=32, guidance_scale=3.0, num_inference_steps=2,
+                            max_sequence_length=16, output_type="pt", return_dict=False)[0] * 2 - 1
+    torch.testing.assert_close(gen.sample(PROMPTS, noise=noise), expected, rtol=0, atol=1e-5)
+
+
+def test_latent_rewards_skip_the_vae():
+    gen = adapter("sd3", decode=False)
+    noise = gen.make_noise(2, _seeded())
+    samples = gen.sample(PROMPTS, noise=noise)
+    assert samples.shape == (2, *gen.noise_shape)
+    torch.testing.assert_close(samples, gen.sample_latents(noise, gen.encode(PROMPTS)).detach(), rtol=0, atol=0)
+
+
+def _algorithms():
+    return {
+        "flow_grpo": FlowGRPO(FlowGRPOConfig(group_size=2, num_steps=2, kl_beta=0.1)),
+        "rwr": RWR(RWRConfig(num_samples=2, likelihood="flow_matching")),
+        "reward_backprop": RewardBackprop(RewardBackpropConfig(truncate_steps=1)),
+    }
+
+
+def one_step(gen, algorithm, lr: float = 1e-2):
+    """One rollout + loss + Adam step (the trainer's optimizer; it moves every weight with a gradient by ~lr) of ``algorithm`` on ``gen`` (reference: ``gen.frozen_copy()``)."""
+    reference = gen.frozen_copy() if algorithm.needs_reference else None
+    ctx = TrainContext(gen, reference, MeanReward(), torch.device("cpu"))
+    algorithm.setup(ctx)
+    params = [p for p in gen.trainable_module().parameters() if p.requires_grad]
+    optimizer = torch.optim.Adam(params, lr=lr)
+    rollout = algorithm.rollout(ctx, PromptBatch(PROMPTS[:1]), _seeded(3))
+    loss, _ = algorithm.loss(ctx, rollout)
+    assert torch.isfinite(loss)
+    loss.backward()
+    assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in params), "no gradient reached the trainable weights"
+    optimizer.step()
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+@pytest.mark.parametrize("method", ["flow_grpo", "rwr", "reward_backprop"])
+def test_one_training_step_moves_lora_not_the_reference(family, method):
+    gen = adapter(family, lora_rank=2)
+    trainable = {n for n, p in gen.trainable_module().named_parameters() if p.requires_grad}
+    assert trainable and all("lora" in n for n in trainable)
+    before = {n: p.detach().clone() for n, p in gen.trainable_module().named_parameters()}
+    reference = gen.frozen_copy()
+    assert list(reference.parameters()) == []  # adapter off, no second copy
+    noise = gen.make_noise(2, _seeded())
+    t = torch.full((2,), 0.7)
+    cond = gen.encode(PROMPTS)
+    v_base = gen.velocity(noise, t, cond).detach()  # LoRA B starts at zero: the base model
+
+    one_step(gen, _algorithms()[method])
+
+    after = dict(gen.trainable_module().named_parameters())
+    changed = {n for n in trainable if not torch.equal(after[n], before[n])}
+    assert changed, f"{method} on {family}: no LoRA weight moved"
+    assert all(torch.equal(after[n], before[n]) for n in before if n not in trainable)  # base weights untouched
+    torch.testing.assert_close(reference.velocity(noise, t, cond), v_base, rtol=0, atol=0)
+    assert not torch.equal(gen.velocity(noise, t, cond), v_base)
+
+
+def test_full_finetune_reference_is_a_frozen_denoiser_copy():
+    gen = adapter("sd3")
+    reference = gen.frozen_copy()
+    assert not any(p.requires_grad for p in reference.parameters())
+    assert reference.denoiser_copy is not gen.denoiser and reference._policy.vae is gen.vae  # only the denoiser copied
+    noise = gen.make_noise(2, _seeded())
+    before = reference.sample(PROMPTS, noise=noise)
+    one_step(gen, _algorithms()["reward_backprop"])
+    torch.testing.assert_close(reference.sample(PROMPTS, noise=noise), before, rtol=0, atol=0)
+    assert not torch.equal(gen.sample(PROMPTS, noise=noise), before)
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_lora_save_load_round_trip_and_diffusers_reads_the_file(family, saved_pipelines, tmp_path):
+    path = saved_pipelines(family)
+    gen = adapter(family, pipeline=load_pipeline(path), lora_rank=2,
+                  lora_alpha=4.0, path=str(path))
+    one_step(gen, _algorithms()["rwr"])
+    noise = gen.make_noise(2, _seeded())
+    trained = gen.sample(PROMPTS, noise=noise)
+
+    gen.save_pretrained(tmp_path / "lora")
+    assert (tmp_path / "lora" / "pytorch_lora_weights.safetensors").is_file()
+    loaded = load_generator(tmp_path / "lora")
+    assert type(loaded) is type(gen) and loaded.config.lora_alpha == 4.0
+    torch.testing.assert_close(loaded.sample(PROMPTS, noise=noise), trained, rtol=0, atol=0)
+
+    pipe = load_pipeline(path)
+    pipe.load_lora_weights(str(tmp_path / "lora"))  # diffusers' own loader, adapter config from the file's metadata
+    plain = adapter(family, pipeline=pipe)
+    torch.testing.assert_close(plain.sample(PROMPTS, noise=noise), trained, rtol=0, atol=1e-5)
+
+
+def test_full_finetune_save_load_and_clear_errors(saved_pipelines, tmp_path):
+    path = saved_pipelines("sd3")
+    gen = build_generator({"name": "diffusers_sd3", "path": str(path), **FAMILIES["sd3"][1]})
+    one_step(gen, _algorithms()["reward_backprop"])
+    noise = gen.make_noise(2, _seeded())
+    gen.save_pretrained(tmp_path / "full")
+    loaded = load_generator(tmp_path / "full")
+    for (k, p), (k2, q) in zip(gen.denoiser.state_dict().items(), loaded.denoiser.state_dict().items()):
+        assert k == k2 and torch.equal(p, q), (k, float((p - q).abs().max()))
+    torch.testing.assert_close(loaded.sample(PROMPTS, noise=noise), gen.sample(PROMPTS, noise=noise), rtol=0, atol=0)
+
+    with pytest.raises(ValueError, match="holds a StableDiffusion3Pipeline"):
+        build_generator({"name": "diffusers_flux", "path": str(path)})
+    with pytest.raises(FileNotFoundError, match="no diffusers pipeline"):
+        build_generator({"name": "diffusers_sd3", "path": str(tmp_path / "nowhere")})
+    lora = adapter("sd3", lora_rank=2, path=str(path))
+    lora.save_pretrained(tmp_path / "lora")
+    with pytest.raises(ValueError, match="missing LoRA keys"):
+        adapter("sd3", lora_rank=2, lora_targets=["to_q", "to_k", "to_v", "to_out.0", "proj_out"]).load_lora(
+            tmp_path / "lora" / "pytorch_lora_weights.safetensors")
+
+
+def test_gradient_checkpointing_and_bf16_switches():
+    base = adapter("sd3")
+    checkpointed = adapter("sd3", gradient_checkpointing=True)
+    assert checkpointed.denoiser.is_gradient_checkpointing
+    noise = base.make_noise(2, _seeded())
+    grads = []
+    for gen in (base, checkpointed):
+        gen.train()
+        gen.sample_latents(noise, gen.encode(PROMPTS)).pow(2).mean().backward()
+        grads.append(gen.denoiser.proj_out.weight.grad)
+    torch.testing.assert_close(grads[1], grads[0], rtol=1e-5, atol=1e-6)
+    assert not base.components["text_encoder"].training  # frozen parts stay in eval mode
+
+    bf16 = adapter("sd3", dtype="bfloat16", lora_rank=2)
+    assert bf16.denoiser.proj_out.weight.dtype == torch.bfloat16 and bf16.make_noise(1).dtype == torch.float32
+    assert all(p.dtype == torch.float32 for p in bf16.trainable_module().parameters() if p.requires_grad)
+    out = bf16.sample(PROMPTS, noise=noise)
+    assert out.dtype == torch.float32 and torch.isfinite(out).all()
+
+
+def test_exact_resume_of_a_lora_diffusers_run(saved_pipelines, tmp_path):
+    from visalign.core import PromptList
+    from visalign.trainer import Trainer, TrainerConfig
+
+    path = saved_pipelines("sd3")
+
+    def run(out, steps, resume=None):
+        gen = build_generator({"name": "diffusers_sd3", "path": str(path), "lora_rank": 2, **FAMILIES["sd3"][1]})
+        cfg = TrainerConfig(steps=steps, prompts_per_step=1, learning_rate=1e-2, save_every=1, log_with=[], progress=False,
+                            output_dir=str(out), resume_from=resume, eval_batch_size=2, cpu=True)
+        algorithm = FlowGRPO(FlowGRPOConfig(group_size=2, num_steps=2))
+        Trainer(gen, algorithm, MeanReward(), PromptList(PROMPTS), cfg).train()
+        return {n: p.detach().clone() for n, p in gen.trainable_module().named_parameters() if p.requires_grad}
+
+    full = run(tmp_path / "full", 2)
+    run(tmp_path / "part", 1)
+    resumed = run(tmp_path / "part", 2, resume=str(tmp_path / "part" / "checkpoints" / "step_000001"))
+    assert any(v.abs().sum() > 0 for n, v in full.items() if "lora_B" in n)
+    for name, value in full.items():
+        assert torch.equal(value, resumed[name]), (name, float((value - resumed[name]).abs().max()))
