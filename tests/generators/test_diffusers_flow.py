@@ -282,3 +282,81 @@ def test_exact_resume_of_a_lora_diffusers_run(saved_pipelines, tmp_path):
     assert any(v.abs().sum() > 0 for n, v in full.items() if "lora_B" in n)
     for name, value in full.items():
         assert torch.equal(value, resumed[name]), (name, float((value - resumed[name]).abs().max()))
+
+
+def test_pinned_diffusers_names_and_signatures():
+    """Every diffusers name and keyword the adapters rely on; a diffusers upgrade that changes one fails here."""
+    import inspect
+
+    import diffusers
+    from diffusers import FluxPipeline, SCMScheduler
+    from diffusers.pipelines.flux.pipeline_flux import calculate_shift
+
+    def params(fn) -> set[str]:
+        return set(inspect.signature(fn).parameters)
+
+    assert {"hidden_states", "timestep", "encoder_hidden_states", "pooled_projections", "return_dict"} <= params(
+        diffusers.SD3Transformer2DModel.forward)
+    assert {"hidden_states", "timestep", "guidance", "pooled_projections", "encoder_hidden_states", "txt_ids", "img_ids",
+            "return_dict"} <= params(diffusers.FluxTransformer2DModel.forward)
+    assert {"hidden_states", "encoder_hidden_states", "encoder_attention_mask", "timestep", "guidance",
+            "return_dict"} <= params(diffusers.SanaTransformer2DModel.forward)
+    assert {"hidden_states", "timestep", "encoder_hidden_states", "return_dict"} <= params(diffusers.WanTransformer3DModel.forward)
+    assert {"prompt", "prompt_2", "prompt_3", "device", "do_classifier_free_guidance", "max_sequence_length"} <= params(
+        diffusers.StableDiffusion3Pipeline.encode_prompt)
+    assert {"prompt", "prompt_2", "device", "max_sequence_length"} <= params(FluxPipeline.encode_prompt)
+    for pipeline in (diffusers.SanaPipeline, diffusers.SanaSprintPipeline):
+        assert {"prompt", "device", "max_sequence_length", "complex_human_instruction"} <= params(pipeline.encode_prompt)
+    assert "do_classifier_free_guidance" in params(diffusers.SanaPipeline.encode_prompt)
+    assert {"prompt", "do_classifier_free_guidance", "device", "max_sequence_length"} <= params(diffusers.WanPipeline.encode_prompt)
+    assert {"latents", "batch_size", "num_channels_latents", "height", "width"} <= params(FluxPipeline._pack_latents)
+    assert {"latents", "height", "width", "vae_scale_factor"} <= params(FluxPipeline._unpack_latents)
+    assert {"batch_size", "height", "width", "device", "dtype"} <= params(FluxPipeline._prepare_latent_image_ids)
+    assert {"image_seq_len", "base_seq_len", "max_seq_len", "base_shift", "max_shift"} <= params(calculate_shift)
+    assert {"num_inference_steps", "sigmas", "mu"} <= params(diffusers.FlowMatchEulerDiscreteScheduler.set_timesteps)
+    assert {"num_inference_steps", "max_timesteps", "intermediate_timesteps"} <= params(SCMScheduler.set_timesteps)
+    for pipeline in (diffusers.StableDiffusion3Pipeline, FluxPipeline, diffusers.SanaPipeline, diffusers.SanaSprintPipeline,
+                     diffusers.WanPipeline):
+        assert {"save_directory", "transformer_lora_layers", "weight_name", "transformer_lora_adapter_metadata"} <= params(
+            pipeline.save_lora_weights), pipeline.__name__
+        assert "pretrained_model_name_or_path_or_dict" in params(pipeline.load_lora_weights)
+    for transformer in (diffusers.SD3Transformer2DModel, diffusers.FluxTransformer2DModel, diffusers.SanaTransformer2DModel,
+                        diffusers.WanTransformer3DModel):
+        for method in ("add_adapter", "disable_adapters", "enable_adapters", "enable_gradient_checkpointing"):
+            assert callable(inspect.getattr_static(transformer, method, None)), (transformer.__name__, method)
+    from diffusers.loaders.lora_base import LORA_WEIGHT_NAME_SAFE
+    from visalign.generators.diffusers_flow import LORA_WEIGHTS_FILE
+
+    assert LORA_WEIGHT_NAME_SAFE == LORA_WEIGHTS_FILE
+
+
+CONFIG_OVERRIDES = {  # the shipped configs shrunk to the tiny pipelines (path, sizes, float32, few steps)
+    "diffusers_sd3_lora": ("sd3", ["generator.height=32", "generator.width=32", "algorithm.num_steps=2",
+                                   "algorithm.sde_window=1", "algorithm.group_size=2"]),
+    "diffusers_flux_lora": ("flux", ["generator.height=32", "generator.width=32", "generator.num_steps=2"]),
+    "diffusers_sana_lora": ("sana", ["generator.height=32", "generator.width=32", "generator.num_steps=2",
+                                     "algorithm.num_steps=2", "algorithm.sde_window=1", "algorithm.group_size=2"]),
+    "diffusers_sana_sprint_lora": ("sana_sprint", ["generator.height=32", "generator.width=32", "algorithm.num_samples=2"]),
+    "diffusers_wan_lora": ("wan", ["generator.height=16", "generator.width=16", "generator.num_frames=5",
+                                   "generator.num_steps=2", "algorithm.num_steps=2", "algorithm.sde_window=1",
+                                   "algorithm.group_size=2"]),
+}
+
+
+@pytest.mark.parametrize("name", list(CONFIG_OVERRIDES))
+def test_shipped_diffusers_config_trains_through_the_cli(name, saved_pipelines, tmp_path, capsys):
+    import json
+    from pathlib import Path
+
+    from visalign.cli import main
+
+    config = Path(__file__).resolve().parents[2] / "configs" / f"{name}.yaml"
+    family, overrides = CONFIG_OVERRIDES[name]
+    out = tmp_path / name
+    rc = main(["train", str(config), f"generator.path={saved_pipelines(family)}", "generator.dtype=float32",
+               "generator.max_sequence_length=16", "generator.lora_rank=2", "trainer.steps=1", "trainer.prompts_per_step=1",
+               "trainer.eval_batch_size=2", f"trainer.output_dir={out}", *overrides])
+    assert rc == 0, capsys.readouterr().err
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    assert [r["step"] for r in records if "loss" in r] == [1] and all(r["loss"] == r["loss"] for r in records if "loss" in r)
+    assert (out / "final" / "pytorch_lora_weights.safetensors").is_file() and (out / "samples" / "after.png").is_file()
