@@ -360,3 +360,19 @@ def test_shipped_diffusers_config_trains_through_the_cli(name, saved_pipelines, 
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines() if line.strip()]
     assert [r["step"] for r in records if "loss" in r] == [1] and all(r["loss"] == r["loss"] for r in records if "loss" in r)
     assert (out / "final" / "pytorch_lora_weights.safetensors").is_file() and (out / "samples" / "after.png").is_file()
+
+
+def test_measure_adapter_step_reports_and_leaves_the_model_unchanged():
+    from visalign.benchmarks.adapter_memory import measure_adapter_step
+
+    gen = adapter("sd3", lora_rank=2)
+    before = {n: p.detach().clone() for n, p in gen.trainable_module().named_parameters()}
+    report = measure_adapter_step(gen, PROMPTS, batch_size=2, repeats=1)
+    assert report["adapter"] == "SD3FlowModel" and report["batch_size"] == 2 and report["noise_shape"] == [4, 16, 16]
+    assert report["sample_s"] > 0 and report["train_step_s"] > 0 and report["peak_memory_mb"] > 0
+    lora = sum(p.numel() for n, p in gen.trainable_module().named_parameters() if "lora" in n)
+    assert report["trainable_params"] == lora < report["total_params"]
+    for n, p in gen.trainable_module().named_parameters():
+        assert torch.equal(p, before[n]), n
+    with pytest.raises(ValueError, match="grad_steps"):
+        measure_adapter_step(gen, PROMPTS, grad_steps=5)
