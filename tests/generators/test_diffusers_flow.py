@@ -23,6 +23,7 @@ FAMILIES = {
     "sana_sprint": (SanaSprintFlowModel, dict(height=32, width=32, num_steps=1, max_sequence_length=16)),
     "wan": (WanFlowModel, dict(height=16, width=16, num_steps=2, num_frames=5, max_sequence_length=16)),
 }
+WAN_TI2V = (WanFlowModel, FAMILIES["wan"][1])
 
 
 @pytest.fixture(autouse=True)
@@ -38,7 +39,7 @@ def _seeded(seed: int = 0) -> torch.Generator:
 
 
 def adapter(family: str, pipeline=None, **overrides):
-    cls, kwargs = FAMILIES[family]
+    cls, kwargs = WAN_TI2V if family == "wan_ti2v" else FAMILIES[family]
     return cls(cls.config_class(**{**kwargs, **overrides}), pipeline=pipeline or BUILDERS[family]())
 
 
@@ -84,12 +85,12 @@ def _pipeline_call(family: str, pipe, noise: torch.Tensor, num_steps: int) -> to
     return frames.permute(0, 2, 1, 3, 4) * 2 - 1  # B×T×C×H×W in [0, 1] -> B×C×T×H×W in [-1, 1]
 
 
-@pytest.mark.parametrize("family", list(FAMILIES))
+@pytest.mark.parametrize("family", [*FAMILIES, "wan_ti2v"])
 def test_samples_match_the_pipeline_and_sde_log_probs_are_finite(family):
     gen = adapter(family)
     noise = gen.make_noise(2, _seeded())
     samples = gen.sample(PROMPTS, noise=noise)
-    expected_shape = (2, 3, 5, 16, 16) if family == "wan" else (2, 3, 32, 32)
+    expected_shape = (2, 3, 5, 16, 16) if family.startswith("wan") else (2, 3, 32, 32)
     assert samples.shape == expected_shape and samples.min() >= -1 and samples.max() <= 1 and not samples.requires_grad
     expected = _pipeline_call(family, gen.pipeline, noise, gen.num_steps)
     # SANA-Sprint: the first SCM angle 1.5708 is flow time 1 + 4e-6, which the adapter clips to 1

@@ -98,7 +98,7 @@ def build_tiny_sana_sprint_pipeline():
                               transformer=_sana_transformer(True), scheduler=SCMScheduler())
 
 
-def build_tiny_wan_pipeline():
+def build_tiny_wan_pipeline(expand_timesteps: bool = False):
     from diffusers import AutoencoderKLWan, FlowMatchEulerDiscreteScheduler, WanPipeline, WanTransformer3DModel
 
     torch.manual_seed(0)
@@ -110,7 +110,7 @@ def build_tiny_wan_pipeline():
                                         out_channels=4, text_dim=32, freq_dim=16, ffn_dim=32, num_layers=1,
                                         cross_attn_norm=True, qk_norm="rms_norm_across_heads", rope_max_seq_len=32)
     return WanPipeline(tokenizer=tok, text_encoder=t5, transformer=transformer, vae=vae,
-                       scheduler=FlowMatchEulerDiscreteScheduler(shift=3.0))
+                       scheduler=FlowMatchEulerDiscreteScheduler(shift=3.0), expand_timesteps=expand_timesteps)
 
 
 BUILDERS = {
@@ -119,4 +119,5 @@ BUILDERS = {
     "sana": build_tiny_sana_pipeline,
     "sana_sprint": build_tiny_sana_sprint_pipeline,
     "wan": build_tiny_wan_pipeline,
+    "wan_ti2v": lambda: build_tiny_wan_pipeline(expand_timesteps=True),  # Wan 2.2 TI2V-5B: per-token timesteps
 }
