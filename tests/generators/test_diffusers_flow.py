@@ -11,7 +11,7 @@ from visalign.core import Reward
 from visalign.core.algorithm import TrainContext
 from visalign.core.generator import build_generator, load_generator
 from visalign.core.types import PromptBatch
-from visalign.generators import load_pipeline, FluxFlowModel, SanaFlowModel, SanaSprintFlowModel, SD3FlowModel, WanFlowModel
+from visalign.generators import load_pipeline, FluxFlowModel, LTX2AudioVideoFlowModel, SanaFlowModel, SanaSprintFlowModel, SD3FlowModel, WanFlowModel
 
 from .tiny_pipelines import BUILDERS
 
@@ -24,6 +24,9 @@ FAMILIES = {
     "wan": (WanFlowModel, dict(height=16, width=16, num_steps=2, num_frames=5, max_sequence_length=16)),
 }
 WAN_TI2V = (WanFlowModel, FAMILIES["wan"][1])
+LTX2 = (LTX2AudioVideoFlowModel, dict(height=32, width=32, num_frames=9, frame_rate=25.0, num_steps=2, max_sequence_length=16,
+                                      use_cross_timestep=False))
+EXTRA = {"wan_ti2v": WAN_TI2V, "ltx2": LTX2}
 
 
 @pytest.fixture(autouse=True)
@@ -39,7 +42,7 @@ def _seeded(seed: int = 0) -> torch.Generator:
 
 
 def adapter(family: str, pipeline=None, **overrides):
-    cls, kwargs = WAN_TI2V if family == "wan_ti2v" else FAMILIES[family]
+    cls, kwargs = EXTRA[family] if family in EXTRA else FAMILIES[family]
     return cls(cls.config_class(**{**kwargs, **overrides}), pipeline=pipeline or BUILDERS[family]())
 
 
@@ -65,6 +68,8 @@ class MeanReward(Reward):
     differentiable = True
 
     def __call__(self, samples, prompts, metadata):
+        if isinstance(samples, dict):  # audio-video
+            return samples["video"].float().flatten(1).mean(1) + samples["audio"].float().flatten(1).mean(1)
         return samples.float().flatten(1).mean(1)
 
 
@@ -200,25 +205,27 @@ def test_full_finetune_reference_is_a_frozen_denoiser_copy():
     assert not torch.equal(gen.sample(PROMPTS, noise=noise), before)
 
 
-@pytest.mark.parametrize("family", list(FAMILIES))
+@pytest.mark.parametrize("family", [*FAMILIES, pytest.param("ltx2", marks=pytest.mark.slow)])  # Gemma-3 loads slowly
 def test_lora_save_load_round_trip_and_diffusers_reads_the_file(family, saved_pipelines, tmp_path):
     path = saved_pipelines(family)
     gen = adapter(family, pipeline=load_pipeline(path), lora_rank=2,
                   lora_alpha=4.0, path=str(path))
     one_step(gen, _algorithms()["rwr"])
     noise = gen.make_noise(2, _seeded())
-    trained = gen.sample(PROMPTS, noise=noise)
+    trained = gen.sample_latents(noise, gen.encode(PROMPTS)).detach()
 
     gen.save_pretrained(tmp_path / "lora")
     assert (tmp_path / "lora" / "pytorch_lora_weights.safetensors").is_file()
     loaded = load_generator(tmp_path / "lora")
     assert type(loaded) is type(gen) and loaded.config.lora_alpha == 4.0
-    torch.testing.assert_close(loaded.sample(PROMPTS, noise=noise), trained, rtol=0, atol=0)
+    torch.testing.assert_close(loaded.sample_latents(noise, loaded.encode(PROMPTS)).detach(), trained, rtol=0, atol=0)
 
     pipe = load_pipeline(path)
     pipe.load_lora_weights(str(tmp_path / "lora"))  # diffusers' own loader, adapter config from the file's metadata
     plain = adapter(family, pipeline=pipe)
-    torch.testing.assert_close(plain.sample(PROMPTS, noise=noise), trained, rtol=0, atol=1e-5)
+    base = adapter(family, pipeline=load_pipeline(path)).sample_latents(noise, plain.encode(PROMPTS)).detach()
+    assert not torch.allclose(base, trained, atol=1e-5)  # the adapter matters
+    torch.testing.assert_close(plain.sample_latents(noise, plain.encode(PROMPTS)).detach(), trained, rtol=0, atol=1e-5)
 
 
 def test_full_finetune_save_load_and_clear_errors(saved_pipelines, tmp_path):
@@ -325,6 +332,24 @@ def test_pinned_diffusers_names_and_signatures():
                         diffusers.WanTransformer3DModel):
         for method in ("add_adapter", "disable_adapters", "enable_adapters", "enable_gradient_checkpointing"):
             assert callable(inspect.getattr_static(transformer, method, None)), (transformer.__name__, method)
+    from diffusers import LTX2Pipeline
+    from diffusers.models.transformers.transformer_ltx2 import LTX2AudioVideoRotaryPosEmbed
+    from diffusers.pipelines.ltx2 import LTX2TextConnectors
+
+    assert {"hidden_states", "audio_hidden_states", "encoder_hidden_states", "audio_encoder_hidden_states", "timestep",
+            "sigma", "encoder_attention_mask", "audio_encoder_attention_mask", "num_frames", "height", "width", "fps",
+            "audio_num_frames", "video_coords", "audio_coords", "isolate_modalities", "spatio_temporal_guidance_blocks",
+            "perturbation_mask", "use_cross_timestep", "return_dict"} <= params(diffusers.LTX2VideoTransformer3DModel.forward)
+    assert {"prompt", "do_classifier_free_guidance", "device", "max_sequence_length"} <= params(LTX2Pipeline.encode_prompt)
+    assert {"text_encoder_hidden_states", "attention_mask", "padding_side"} <= params(LTX2TextConnectors.forward)
+    assert {"latents", "num_frames", "height", "width", "patch_size", "patch_size_t"} <= params(LTX2Pipeline._unpack_latents)
+    assert {"latents", "latents_mean", "latents_std", "scaling_factor"} <= params(LTX2Pipeline._denormalize_latents)
+    assert {"latents", "latents_mean", "latents_std"} <= params(LTX2Pipeline._denormalize_audio_latents)
+    assert {"latents", "latent_length", "num_mel_bins"} <= params(LTX2Pipeline._unpack_audio_latents)
+    assert {"batch_size", "num_frames", "height", "width", "device", "fps"} <= params(LTX2AudioVideoRotaryPosEmbed.prepare_video_coords)
+    assert {"batch_size", "num_frames", "device"} <= params(LTX2AudioVideoRotaryPosEmbed.prepare_audio_coords)
+    assert {"save_directory", "transformer_lora_layers", "weight_name", "transformer_lora_adapter_metadata"} <= params(
+        LTX2Pipeline.save_lora_weights)
     from diffusers.loaders.lora_base import LORA_WEIGHT_NAME_SAFE
     from visalign.generators.diffusers_flow import LORA_WEIGHTS_FILE
 
@@ -377,3 +402,46 @@ def test_measure_adapter_step_reports_and_leaves_the_model_unchanged():
         assert torch.equal(p, before[n]), n
     with pytest.raises(ValueError, match="grad_steps"):
         measure_adapter_step(gen, PROMPTS, grad_steps=5)
+
+
+def test_ltx2_audio_video_matches_the_pipeline_and_trains(tmp_path):
+    from visalign.core.types import modality_of
+
+    gen = adapter("ltx2", lora_rank=2)
+    pipe = gen.pipeline
+    noise = gen.make_noise(2, _seeded())
+    out = gen.sample(PROMPTS, noise=noise)
+    assert modality_of(out) == "audio_video" and out["video"].shape == (2, 3, 9, 32, 32) and out["audio"].shape[:2] == (2, 2)
+    assert out["sample_rate"] == 16000 and out["fps"] == 25.0
+    video, audio = gen._split(noise)  # the pipeline normalises given audio latents: hand it the denormalised noise
+    audio = audio * pipe.audio_vae.latents_std + pipe.audio_vae.latents_mean
+    ref = pipe(prompt=PROMPTS, negative_prompt="", num_inference_steps=2, guidance_scale=1.0, stg_scale=0.0,
+               modality_scale=1.0, guidance_rescale=0.0, audio_guidance_scale=1.0, audio_stg_scale=0.0,
+               audio_modality_scale=1.0, audio_guidance_rescale=0.0, spatio_temporal_guidance_blocks=None,
+               use_cross_timestep=False, height=32, width=32, num_frames=9, frame_rate=25.0, max_sequence_length=16,
+               output_type="pt", latents=video, audio_latents=audio)
+    torch.testing.assert_close(out["video"], ref.frames.permute(0, 2, 1, 3, 4) * 2 - 1, rtol=0, atol=2e-5)
+    torch.testing.assert_close(out["audio"], ref.audio.clamp(-1, 1), rtol=0, atol=2e-5)
+    assert torch.isfinite(gen.sample_sde(noise, PROMPTS, generator=_seeded(1)).log_probs).all()
+
+    towers = {m: {n for n, _ in gen.tower_parameters(m)} for m in ("video", "audio")}
+    assert not towers["video"] & towers["audio"] and "proj_out.lora_A.default.weight" not in towers["audio"]
+    assert any("audio_attn1.to_q.lora_B" in n for n in towers["audio"]) and any("audio_to_video_attn.to_q.lora_B" in n for n in towers["video"])
+    assert any("video_to_audio_attn.to_q.lora_B" in n for n in towers["audio"]) and any(".attn1.to_q.lora_B" in n for n in towers["video"])
+    assert {n for n, _ in gen.shared_parameters()} == set()  # every LoRA weight belongs to one tower
+
+    for method, algorithm in _algorithms().items():
+        before = {n: p.detach().clone() for n, p in gen.trainable_module().named_parameters() if p.requires_grad}
+        t = torch.full((2,), 0.7)
+        v_ref = gen.frozen_copy().velocity(noise, t, gen.encode(PROMPTS))
+        one_step(gen, algorithm)
+        moved = [n for n, p in gen.trainable_module().named_parameters() if p.requires_grad and not torch.equal(p, before[n])]
+        assert moved, method
+        torch.testing.assert_close(gen.frozen_copy().velocity(noise, t, gen.encode(PROMPTS)), v_ref, rtol=0, atol=0)
+
+    trained = gen.sample_latents(noise, gen.encode(PROMPTS)).detach()
+    gen._save_lora(tmp_path)  # the file save_pretrained writes (a LoRA checkpoint also needs a base folder path)
+    fresh = BUILDERS["ltx2"]()
+    fresh.load_lora_weights(str(tmp_path))
+    plain = adapter("ltx2", pipeline=fresh)
+    torch.testing.assert_close(plain.sample_latents(noise, plain.encode(PROMPTS)).detach(), trained, rtol=0, atol=1e-5)

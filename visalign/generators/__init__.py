@@ -1,5 +1,5 @@
 """Built-in generators: toy 2-D, tiny prompt-conditioned image models, and a wrapper for local diffusers pipelines."""
-from .diffusers_flow import (DiffusersFlowConfig, DiffusersFlowModel, FluxFlowModel, SanaFlowModel,
+from .diffusers_flow import (DiffusersFlowConfig, DiffusersFlowModel, FluxFlowModel, LTX2AudioVideoFlowModel, SanaFlowModel,
                              SanaSprintFlowModel, SD3FlowModel, WanFlowModel)
 from .diffusers_pipeline import DiffusersConfig, DiffusersPipelineGenerator, LoraReference, load_pipeline
 from .text_encoder import HashingWordTokenizer, TinyTextEncoder
@@ -27,4 +27,5 @@ __all__ = [
     "SanaFlowModel",
     "SanaSprintFlowModel",
     "WanFlowModel",
+    "LTX2AudioVideoFlowModel",
 ]

@@ -14,10 +14,9 @@ and adapters are saved as ``pytorch_lora_weights.safetensors`` in the layout ``p
 from __future__ import annotations
 
 import copy
-import json
 from collections import OrderedDict
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterator, Sequence
 
@@ -26,12 +25,10 @@ from torch import nn
 
 from ...core.config import check, option
 from ...core.flow import FlowModel
-from ...core.generator import CONFIG_FILE
-from ..diffusers_pipeline import load_pipeline
+from ..diffusers_pipeline import add_lora, checkpoint_config, load_pipeline, save_checkpoint_folder
 
 LORA_WEIGHTS_FILE = "pytorch_lora_weights.safetensors"
 """diffusers' ``LORA_WEIGHT_NAME_SAFE``: the file ``pipe.load_lora_weights(folder)`` looks for."""
-PIPELINE_DIR = "pipeline"
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 Embeds = dict[str, torch.Tensor]
 
@@ -204,12 +201,8 @@ class DiffusersFlowModel(FlowModel):
         return self
 
     def _add_lora(self) -> None:
-        from peft import LoraConfig
-
         c = self.config
-        lora = LoraConfig(r=c.lora_rank, lora_alpha=c.lora_alpha or c.lora_rank, target_modules=list(c.lora_targets),
-                          init_lora_weights=True)
-        self.denoiser.add_adapter(lora)
+        add_lora(self.denoiser, c.lora_rank, c.lora_alpha, c.lora_targets)
         for p in self.denoiser.parameters():
             if p.requires_grad:
                 p.data = p.data.float()
@@ -314,34 +307,22 @@ class DiffusersFlowModel(FlowModel):
     def save_pretrained(self, path: str | Path) -> Path:
         """LoRA: ``pytorch_lora_weights.safetensors`` (diffusers' layout, with the peft config as metadata) plus
         ``generator.json`` pointing at the base folder; full fine-tune: the whole pipeline under ``pipeline/``."""
-        path = Path(path)
-        path.mkdir(parents=True, exist_ok=True)
-        config = self.config
-        if self.uses_lora:
-            from peft.utils import get_peft_model_state_dict
+        return save_checkpoint_folder(path, self.name, self.config, self.pipeline, self._save_lora if self.uses_lora else None)
 
-            if not config.path:
-                raise ValueError("a LoRA checkpoint stores only the adapter; set config.path to the base pipeline folder")
-            layers = {k: v.detach().contiguous().cpu() for k, v in get_peft_model_state_dict(self.denoiser).items()}
-            type(self.pipeline).save_lora_weights(
-                str(path), transformer_lora_layers=layers, weight_name=LORA_WEIGHTS_FILE,
-                transformer_lora_adapter_metadata=self.denoiser.peft_config["default"].to_dict())
-            config = replace(config, path=str(Path(config.path).resolve()))
-        else:
-            self.pipeline.save_pretrained(str(path / PIPELINE_DIR))
-        (path / CONFIG_FILE).write_text(json.dumps({"type": self.name, "config": asdict(config)}, indent=2))
-        return path
+    def _save_lora(self, folder: Path) -> None:
+        from peft.utils import get_peft_model_state_dict
+
+        layers = {k: v.detach().contiguous().cpu() for k, v in get_peft_model_state_dict(self.denoiser).items()}
+        type(self.pipeline).save_lora_weights(
+            str(folder), transformer_lora_layers=layers, weight_name=LORA_WEIGHTS_FILE,
+            transformer_lora_adapter_metadata=self.denoiser.peft_config["default"].to_dict())
 
     @classmethod
     def load_checkpoint(cls, path: Path, meta: dict[str, Any], map_location: str | torch.device = "cpu") -> "DiffusersFlowModel":
         """Rebuild from ``generator.json``: the saved pipeline, or the base pipeline plus the LoRA file."""
-        path = Path(path)
-        config = dict(meta.get("config") or {})
-        if (path / PIPELINE_DIR).is_dir():
-            config["path"] = str(path / PIPELINE_DIR)
-        model = cls.from_config(config)
+        model = cls.from_config(checkpoint_config(Path(path), meta))
         if model.uses_lora:
-            model.load_lora(path / LORA_WEIGHTS_FILE)
+            model.load_lora(Path(path) / LORA_WEIGHTS_FILE)
         return model.to(map_location)
 
     def load_lora(self, file: str | Path) -> None:
