@@ -14,6 +14,7 @@ and adapters are saved as ``pytorch_lora_weights.safetensors`` in the layout ``p
 from __future__ import annotations
 
 import copy
+from abc import abstractmethod
 from collections import OrderedDict
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -151,13 +152,13 @@ class DiffusersFlowModel(FlowModel):
     def _check_pipeline(self) -> None:
         """Raise a clear error for pipeline variants this adapter cannot drive."""
 
+    @abstractmethod
     def _encode_batch(self, prompts: list[str]) -> Embeds:
         """Prompt embeddings of a batch, batch-first tensors (the pipeline's ``encode_prompt``, guidance off)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _denoise(self, denoiser: nn.Module, x: torch.Tensor, t: torch.Tensor, embeds: Embeds) -> torch.Tensor:
         """One denoiser call: flow velocity ``ε - x_0`` at latents ``x`` and flow time ``t`` ([B], in [0, 1])."""
-        raise NotImplementedError
 
     def _decode_latents(self, latents: torch.Tensor) -> torch.Tensor:
         """Clean latents -> samples in [-1, 1] through the VAE (here: a KL VAE with scaling and shift factors)."""
@@ -277,8 +278,8 @@ class DiffusersFlowModel(FlowModel):
 
     @property
     def image_seq_len(self) -> int:
-        """Denoiser tokens per item (drives the dynamic timestep shift)."""
-        raise NotImplementedError(f"{type(self).__name__} has no dynamic-shift sequence length")
+        """Denoiser tokens per item (drives the dynamic timestep shift of schedulers with ``use_dynamic_shifting``)."""
+        raise ValueError(f"{type(self).__name__} does not support a scheduler with use_dynamic_shifting")
 
     def decode(self, latents: torch.Tensor) -> torch.Tensor:
         """Samples in [-1, 1] through the VAE, or the latents themselves with ``decode: false``."""
