@@ -219,18 +219,11 @@ class DiffusersPipelineGenerator(Generator):
         return model.to(map_location)
 
 
-class LoraReference(Generator):
-    """The reference of a LoRA-trained pipeline: the shared base weights with the adapter switched off.
+class PolicyView:
+    """Mixin of a reference that borrows its policy's device, latent dtype, noise shape and prompt encoding
+    (``_policy``, set unregistered so the reference owns none of the policy's weights)."""
 
-    It holds no parameters of its own (so nothing here can receive gradients) and always samples without grad.
-    """
-
-    kind: ClassVar[str] = "multi_step"
-
-    def __init__(self, policy: DiffusersPipelineGenerator) -> None:
-        super().__init__(policy.config)
-        object.__setattr__(self, "_policy", policy)  # not registered: the reference owns no parameters
-        self.eval()
+    _policy: Generator
 
     @property
     def device(self) -> torch.device:
@@ -244,8 +237,22 @@ class LoraReference(Generator):
     def noise_shape(self) -> tuple[int, ...]:
         return self._policy.noise_shape
 
-    def encode(self, prompts: Sequence[str] | None) -> list[str] | None:
+    def encode(self, prompts: Sequence[str] | None) -> Any:
         return self._policy.encode(prompts)
+
+
+class LoraReference(PolicyView, Generator):
+    """The reference of a LoRA-trained pipeline: the shared base weights with the adapter switched off.
+
+    It holds no parameters of its own (so nothing here can receive gradients) and always samples without grad.
+    """
+
+    kind: ClassVar[str] = "multi_step"
+
+    def __init__(self, policy: DiffusersPipelineGenerator) -> None:
+        super().__init__(policy.config)
+        object.__setattr__(self, "_policy", policy)  # not registered: the reference owns no parameters
+        self.eval()
 
     def generate(self, noise: torch.Tensor, cond: list[str] | None = None) -> torch.Tensor:
         denoiser = self._policy.denoiser

@@ -26,7 +26,7 @@ from torch import nn
 
 from ...core.config import check, option
 from ...core.flow import FlowModel
-from ..diffusers_pipeline import add_lora, checkpoint_config, load_pipeline, save_checkpoint_folder
+from ..diffusers_pipeline import PolicyView, add_lora, checkpoint_config, load_pipeline, save_checkpoint_folder
 
 LORA_WEIGHTS_FILE = "pytorch_lora_weights.safetensors"
 """diffusers' ``LORA_WEIGHT_NAME_SAFE``: the file ``pipe.load_lora_weights(folder)`` looks for."""
@@ -349,7 +349,7 @@ class DiffusersFlowModel(FlowModel):
             raise ValueError(f"{file}: unexpected LoRA keys {result.unexpected_keys[:5]}")
 
 
-class DiffusersReference(FlowModel):
+class DiffusersReference(PolicyView, FlowModel):
     """The frozen reference of a :class:`DiffusersFlowModel`: the policy's base weights (adapter off) or a frozen
     copy of its denoiser. Shares the policy's text encoders, VAE, schedule and prompt cache; never records grad."""
 
@@ -363,23 +363,8 @@ class DiffusersReference(FlowModel):
             denoiser.requires_grad_(False)
         self.eval()
 
-    @property
-    def device(self) -> torch.device:
-        return self._policy.device
-
-    @property
-    def dtype(self) -> torch.dtype:
-        return self._policy.dtype
-
-    @property
-    def noise_shape(self) -> tuple[int, ...]:
-        return self._policy.noise_shape
-
     def sigmas(self, num_steps: int | None = None) -> torch.Tensor:
         return self._policy.sigmas(num_steps)
-
-    def encode(self, prompts: Sequence[str] | None) -> PromptCond | None:
-        return self._policy.encode(prompts)
 
     def velocity(self, x: torch.Tensor, t: torch.Tensor, cond: PromptCond | None = None) -> torch.Tensor:
         policy = self._policy
