@@ -20,8 +20,10 @@ _EXPORTS = {
     )},
     **{name: "visalign.generators" for name in (
         "ToyOneStepGenerator", "ToyFlowGenerator", "TinyOneStepGenerator", "TinyFlowGenerator",
-        "DiffusersPipelineGenerator",
+        "DiffusersPipelineGenerator", "DiffusersFlowModel", "SD3FlowModel", "FluxFlowModel", "SanaFlowModel",
+        "SanaSprintFlowModel", "WanFlowModel", "LTX2AudioVideoFlowModel",
     )},
+    "measure_adapter_step": "visalign.benchmarks.adapter_memory",
     **{name: "visalign.algorithms" for name in (
         "RWTD", "RWTDConfig", "FestDPO", "FestDPOConfig", "RWR", "RWRConfig", "RewardBackprop", "RewardBackpropConfig",
         "FlowGRPO", "FlowGRPOConfig",

@@ -1,4 +1,6 @@
 """Built-in generators: toy 2-D, tiny prompt-conditioned image models, and a wrapper for local diffusers pipelines."""
+from .diffusers_flow import (DiffusersFlowConfig, DiffusersFlowModel, FluxFlowModel, LTX2AudioVideoFlowModel, SanaFlowModel,
+                             SanaSprintFlowModel, SD3FlowModel, WanFlowModel)
 from .diffusers_pipeline import DiffusersConfig, DiffusersPipelineGenerator, LoraReference, load_pipeline
 from .text_encoder import HashingWordTokenizer, TinyTextEncoder
 from .tiny import TinyFlowConfig, TinyFlowGenerator, TinyImageConfig, TinyOneStepConfig, TinyOneStepGenerator
@@ -18,4 +20,12 @@ __all__ = [
     "DiffusersPipelineGenerator",
     "LoraReference",
     "load_pipeline",
+    "DiffusersFlowConfig",
+    "DiffusersFlowModel",
+    "SD3FlowModel",
+    "FluxFlowModel",
+    "SanaFlowModel",
+    "SanaSprintFlowModel",
+    "WanFlowModel",
+    "LTX2AudioVideoFlowModel",
 ]

@@ -11,7 +11,7 @@ import inspect
 import json
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, ClassVar, Sequence
+from typing import Any, Callable, ClassVar, Sequence
 
 import torch
 from torch import nn
@@ -62,6 +62,38 @@ def load_pipeline(path: str | Path, dtype: torch.dtype = torch.float32) -> Any:
     return DiffusionPipeline.from_pretrained(str(path), local_files_only=True, dtype=dtype, **absent)
 
 
+def add_lora(denoiser: nn.Module, rank: int, alpha: float | None, targets: Sequence[str]) -> None:
+    """A peft LoRA adapter (``default``) on ``denoiser``'s ``targets``; B starts at zero, so outputs are unchanged."""
+    from peft import LoraConfig
+
+    denoiser.add_adapter(LoraConfig(r=rank, lora_alpha=alpha or rank, target_modules=list(targets), init_lora_weights=True))
+
+
+def save_checkpoint_folder(path: str | Path, name: str, config: Any, pipeline: Any,
+                           save_lora: Callable[[Path], None] | None) -> Path:
+    """``generator.json`` plus either the LoRA weights (``save_lora(folder)``; ``config.path``, the base pipeline,
+    stored resolved) or the whole pipeline under ``pipeline/``."""
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    if save_lora is not None:
+        if not config.path:
+            raise ValueError("a LoRA checkpoint stores only the adapter; set config.path to the base pipeline folder")
+        save_lora(path)
+        config = replace(config, path=str(Path(config.path).resolve()))
+    else:
+        pipeline.save_pretrained(str(path / PIPELINE_DIR))
+    (path / CONFIG_FILE).write_text(json.dumps({"type": name, "config": asdict(config)}, indent=2))
+    return path
+
+
+def checkpoint_config(path: Path, meta: dict[str, Any]) -> dict[str, Any]:
+    """The generator config of a checkpoint folder, pointing at its own ``pipeline/`` when it holds one."""
+    config = dict(meta.get("config") or {})
+    if (path / PIPELINE_DIR).is_dir():
+        config["path"] = str(path / PIPELINE_DIR)
+    return config
+
+
 def denoiser_of(pipeline: Any) -> nn.Module:
     for name in ("transformer", "unet"):
         module = getattr(pipeline, name, None)
@@ -93,11 +125,8 @@ class DiffusersPipelineGenerator(Generator):
             self.denoiser.requires_grad_(True)
 
     def _add_lora(self) -> None:
-        from peft import LoraConfig
-
         c = self.config
-        lora = LoraConfig(r=c.lora_rank, lora_alpha=c.lora_alpha or c.lora_rank, target_modules=list(c.lora_targets), init_lora_weights=True)
-        self.denoiser.add_adapter(lora)
+        add_lora(self.denoiser, c.lora_rank, c.lora_alpha, c.lora_targets)
 
     @property
     def denoiser(self) -> nn.Module:
@@ -162,31 +191,20 @@ class DiffusersPipelineGenerator(Generator):
 
     def save_pretrained(self, path: str | Path) -> Path:
         """LoRA with a base ``path``: only ``lora.safetensors``; otherwise the whole pipeline under ``pipeline/``."""
-        path = Path(path)
-        path.mkdir(parents=True, exist_ok=True)
-        config = self.config
-        if self.uses_lora:
-            from peft.utils import get_peft_model_state_dict
-            from safetensors.torch import save_file
+        return save_checkpoint_folder(path, self.name, self.config, self.pipeline, self._save_lora if self.uses_lora else None)
 
-            if not config.path:
-                raise ValueError("a LoRA checkpoint stores only the adapter; set config.path to the base pipeline folder")
-            state = {k: v.detach().contiguous().cpu() for k, v in get_peft_model_state_dict(self.denoiser).items()}
-            save_file(state, str(path / LORA_FILE))
-            config = replace(config, path=str(Path(config.path).resolve()))
-        else:
-            self.pipeline.save_pretrained(str(path / PIPELINE_DIR))
-        (path / CONFIG_FILE).write_text(json.dumps({"type": self.name, "config": asdict(config)}, indent=2))
-        return path
+    def _save_lora(self, folder: Path) -> None:
+        from peft.utils import get_peft_model_state_dict
+        from safetensors.torch import save_file
+
+        state = {k: v.detach().contiguous().cpu() for k, v in get_peft_model_state_dict(self.denoiser).items()}
+        save_file(state, str(folder / LORA_FILE))
 
     @classmethod
     def load_checkpoint(cls, path: Path, meta: dict[str, Any], map_location: str | torch.device = "cpu") -> "DiffusersPipelineGenerator":
         """Rebuild from ``generator.json``: the saved pipeline, or the base pipeline plus ``lora.safetensors``."""
         path = Path(path)
-        config = dict(meta.get("config") or {})
-        if (path / PIPELINE_DIR).is_dir():
-            config["path"] = str(path / PIPELINE_DIR)
-        model = cls.from_config(config)
+        model = cls.from_config(checkpoint_config(path, meta))
         if model.uses_lora:
             from peft.utils import set_peft_model_state_dict
             from safetensors.torch import load_file
@@ -201,18 +219,11 @@ class DiffusersPipelineGenerator(Generator):
         return model.to(map_location)
 
 
-class LoraReference(Generator):
-    """The reference of a LoRA-trained pipeline: the shared base weights with the adapter switched off.
+class PolicyView:
+    """Mixin of a reference that borrows its policy's device, latent dtype, noise shape and prompt encoding
+    (``_policy``, set unregistered so the reference owns none of the policy's weights)."""
 
-    It holds no parameters of its own (so nothing here can receive gradients) and always samples without grad.
-    """
-
-    kind: ClassVar[str] = "multi_step"
-
-    def __init__(self, policy: DiffusersPipelineGenerator) -> None:
-        super().__init__(policy.config)
-        object.__setattr__(self, "_policy", policy)  # not registered: the reference owns no parameters
-        self.eval()
+    _policy: Generator
 
     @property
     def device(self) -> torch.device:
@@ -226,8 +237,22 @@ class LoraReference(Generator):
     def noise_shape(self) -> tuple[int, ...]:
         return self._policy.noise_shape
 
-    def encode(self, prompts: Sequence[str] | None) -> list[str] | None:
+    def encode(self, prompts: Sequence[str] | None) -> Any:
         return self._policy.encode(prompts)
+
+
+class LoraReference(PolicyView, Generator):
+    """The reference of a LoRA-trained pipeline: the shared base weights with the adapter switched off.
+
+    It holds no parameters of its own (so nothing here can receive gradients) and always samples without grad.
+    """
+
+    kind: ClassVar[str] = "multi_step"
+
+    def __init__(self, policy: DiffusersPipelineGenerator) -> None:
+        super().__init__(policy.config)
+        object.__setattr__(self, "_policy", policy)  # not registered: the reference owns no parameters
+        self.eval()
 
     def generate(self, noise: torch.Tensor, cond: list[str] | None = None) -> torch.Tensor:
         denoiser = self._policy.denoiser
