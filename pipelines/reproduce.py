@@ -180,7 +180,13 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 print(f"{e.name}: no stored result yet  [{seconds:.0f} s]", flush=True)
             if args.write:
-                write(e, fresh, runs_dir)
+                try:
+                    write(e, fresh, runs_dir)
+                except (ValueError, KeyError, FileNotFoundError) as err:
+                    kept = fresh.save(ROOT / "runs" / "reproduce_unwritten" / f"{e.name}.json")
+                    print(f"{e.name}: not written ({err}); the fresh result is kept at {kept}", flush=True)
+                    failed = True
+                    continue
                 print(f"{e.name}: wrote {e.path}" + (", README blocks " + ", ".join(e.blocks) if e.blocks else ""))
     print(f"total {time.perf_counter() - begin:.0f} s")
     return 1 if failed else 0
