@@ -14,6 +14,11 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
     from .run import build_trainer, load_run_config
 
+    if getattr(args, "help_config", False):
+        return _cmd_config_help(argparse.Namespace(sections=[args.config] if args.config else []))
+    if not args.config:
+        print("error: visalign train needs a YAML config", file=sys.stderr)
+        return 2
     config = load_run_config(args.config, args.overrides)
     trainer = build_trainer(config)
     summary = trainer.train()
@@ -21,6 +26,14 @@ def _cmd_train(args: argparse.Namespace) -> int:
         print(json.dumps(summary, indent=2))
         print(f"run folder: {config.trainer.output_dir}")
     trainer.close()
+    return 0
+
+
+def _cmd_config_help(args: argparse.Namespace) -> int:
+    from .config_help import config_sections, format_sections
+
+    for spec in args.sections or [None]:
+        print(format_sections(config_sections(spec)))
     return 0
 
 
@@ -93,9 +106,17 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     train = sub.add_parser("train", help="train from a YAML config with key.path=value overrides")
-    train.add_argument("config", help="YAML run config (sections: generator, reward, algorithm, prompts, trainer)")
+    train.add_argument("config", nargs="?", help="YAML run config (sections: generator, reward, algorithm, prompts, trainer)")
     train.add_argument("overrides", nargs="*", help="overrides such as trainer.steps=200")
+    train.add_argument("--help-config", action="store_true",
+                       help="print the fields (type, default, help) of the config's trainer, algorithm and generator "
+                            "sections (of every section without a config) and exit")
     train.set_defaults(func=_cmd_train)
+
+    config_help = sub.add_parser("config-help", help="print config fields with type, default and help text")
+    config_help.add_argument("sections", nargs="*", help="run, trainer, algorithm, generator, an algorithm or generator "
+                             "name (e.g. diffusion_nft, tiny_flow) or a YAML run config; none: everything")
+    config_help.set_defaults(func=_cmd_config_help)
 
     demo = sub.add_parser("demo", help="the embedded demo: align the shipped tiny generator on CPU in minutes")
     demo.add_argument("--out", default="runs/demo", help="run folder (default: runs/demo)")

@@ -16,7 +16,7 @@ from typing import Any, Literal
 import torch
 
 from ..core.algorithm import Algorithm, TrainContext, register_algorithm
-from ..core.config import check
+from ..core.config import check, option
 from ..core.types import PromptBatch, Rollout
 from .common import FeatureCache, as_tensor, group_slices, require_reference, sample_group
 from .transport import (beta_for_ess, effective_sample_size, mixture_target, partial_step, systematic_resample, tilted_weights,
@@ -31,19 +31,26 @@ class RWTDConfig:
     transports onto those with uniform weights: with ``solver: emd`` the plan is a permutation, so each current
     sample is regressed onto one whole target sample instead of an average of several."""
 
-    lam: float = 0.85
-    beta: float = 1.0
-    target_ess: float | None = None
-    num_current: int = 16
-    num_reference: int = 16
-    features: Any = "identity"
-    regression_space: Literal["features", "samples"] = "features"
-    solver: Literal["emd", "sinkhorn"] = "sinkhorn"
-    eps_scale: float = 0.1
-    step_size: float = 0.2
-    normalize_rewards: bool = False
-    resample_target: bool = False
-    updates_per_rollout: int = 1
+    lam: float = option(
+        0.85, "λ: share of the current policy in the target Q = λ·T_β[p_θ] + (1−λ)·T_β[p_ref] (0: tilt the reference only)")
+    beta: float = option(1.0, "reward temperature β of the tilt T_β[p] ∝ p·exp(r/β)")
+    target_ess: float | None = option(
+        None, "choose β per group so the tilted weights keep this effective sample size (fraction of the group); null: use beta")
+    num_current: int = option(16, "policy samples per prompt (the particles that are transported)")
+    num_reference: int = option(
+        16, "reference samples per prompt (the reference part of the target; needed when lam < 1)")
+    features: Any = option(
+        "identity", "feature space φ the transport runs in: a registered name (identity, pixels, random_projection, conv, open_clip, reward) or a {name: ...} spec")
+    regression_space: Literal["features", "samples"] = option(
+        "features", "regress φ(G_θ(z)) onto the targets (features) or the samples onto barycentric sample targets (samples)")
+    solver: Literal["emd", "sinkhorn"] = option(
+        "sinkhorn", "optimal-transport solver: exact emd or entropic sinkhorn (POT)")
+    eps_scale: float = option(0.1, "sinkhorn: entropic regularisation as a fraction of the median transport cost")
+    step_size: float = option(0.2, "η of the partial step toward the transported target, in (0, 1]")
+    normalize_rewards: bool = option(False, "z-score rewards within each group before tilting")
+    resample_target: bool = option(
+        False, "draw num_current particles from the weighted target (systematic resampling) and transport onto them")
+    updates_per_rollout: int = option(1, "optimizer steps on each rollout")
 
     def __post_init__(self) -> None:
         check(0.0 <= self.lam <= 1.0, f"rwtd.lam (current share of the target, λ = 1 − ρ) must be in [0, 1], got {self.lam}")
