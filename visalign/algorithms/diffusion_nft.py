@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Literal
 
 import torch
+from torch.distributed.tensor import DTensor
 
 from ..core.algorithm import Algorithm, TrainContext, register_algorithm
-from ..core.config import check, option
+from ..core.config import ConfigError, check, option
 from ..core.flow import FlowModel, broadcast_to
 from ..core.types import PromptBatch, Rollout
 from .common import group_advantages, require_flow_model, require_reference
@@ -119,7 +120,11 @@ class DiffusionNFT(Algorithm):
         policy = require_flow_model(ctx.policy, "diffusion_nft")
         if self.config.kl_beta > 0:
             require_reference(ctx, "diffusion_nft with kl_beta > 0")
-        self.old = SlowWeights([p for p in policy.trainable_module().parameters() if p.requires_grad])
+        params = [p for p in policy.trainable_module().parameters() if p.requires_grad]
+        if any(isinstance(p, DTensor) for p in params):
+            raise ConfigError("diffusion_nft does not support a sharded policy yet (trainer.sharding=fsdp): its old-policy "
+                              "copy is checkpointed unsharded; use trainer.sharding=none")
+        self.old = SlowWeights(params)
         self.synced_step = 0
 
     def _old(self) -> SlowWeights:

@@ -113,6 +113,12 @@ class DiffusersPipelineGenerator(Generator):
     def trainable_module(self) -> nn.Module:
         return self.denoiser
 
+    def shard_units(self) -> list[nn.Module]:
+        return [self.denoiser]
+
+    def enable_gradient_checkpointing(self) -> None:
+        self.denoiser.enable_gradient_checkpointing()
+
     def _size(self) -> tuple[int, int]:
         pipe = self.pipeline
         scale = getattr(pipe, "vae_scale_factor", 1)

@@ -170,6 +170,13 @@ class _TinyImageMixin:
     def _cond(self, cond: TextCond | None, batch: int) -> TextCond:
         return self.backbone.encode([""] * batch) if cond is None else cond
 
+    def shard_units(self) -> list[nn.Module]:
+        """The text encoder (entered by ``encode``) and the denoiser (entered by every sampling call)."""
+        return [self.backbone.text_encoder, self.backbone.denoiser]
+
+    def enable_gradient_checkpointing(self) -> None:
+        self.backbone.denoiser.enable_gradient_checkpointing()
+
 
 @register_generator("tiny_one_step")
 class TinyOneStepGenerator(_TinyImageMixin, Generator):

@@ -54,6 +54,9 @@ class ToyOneStepGenerator(Generator):
     def generate(self, noise: torch.Tensor, cond: Any = None) -> torch.Tensor:
         return self.net(noise)
 
+    def shard_units(self) -> list[nn.Module]:
+        return [self.net]
+
 
 @register_generator("toy_flow")
 class ToyFlowGenerator(FlowModel):
@@ -71,3 +74,6 @@ class ToyFlowGenerator(FlowModel):
 
     def velocity(self, x: torch.Tensor, t: torch.Tensor, cond: Any = None) -> torch.Tensor:
         return self.net(torch.cat([x, t[:, None].to(x.dtype)], dim=1))
+
+    def shard_units(self) -> list[nn.Module]:
+        return [self.net]

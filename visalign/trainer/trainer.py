@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 import shutil
 import sys
 import warnings
@@ -17,11 +18,12 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from ..core.algorithm import Algorithm, TrainContext
+from ..core.config import ConfigError
 from ..core.policy import Policy
 from ..core.prompts import PromptSource
 from ..core.reward import Reward
 from ..core.types import PromptBatch, Rollout
-from . import state as ckpt
+from . import sharding, state as ckpt
 from .callbacks import TrainerCallback
 from .config import TrainerConfig
 from .visuals import plot_reward_curve, save_samples
@@ -136,11 +138,14 @@ class Trainer:
         if reference is None and algorithm.needs_reference:
             reference = policy.frozen_copy()
         self.reference = reference.to(self.accelerator.device) if reference is not None else None
+        if cfg.gradient_checkpointing:
+            self.policy.enable_gradient_checkpointing()
+        self.shard_units = self._shard()
         self.ctx = TrainContext(self.policy, self.reference, reward, self.accelerator.device, autocast=self.accelerator.autocast)
         algorithm.setup(self.ctx)
 
         self.trained = self._optimised(policy.trainable_module(), cfg.learning_rate, cfg.weight_decay, tuple(cfg.adam_betas),
-                                       cfg.max_grad_norm, cfg.ema_decay, "the policy")
+                                       cfg.max_grad_norm, cfg.ema_decay, "the policy", prepare=not self.shard_units)
         self.owned = {name: self._optimised(spec.module.to(self.accelerator.device), spec.learning_rate, spec.weight_decay,
                                             tuple(spec.betas), spec.max_grad_norm, spec.ema_decay, f"owned model {name!r}")
                       for name, spec in algorithm.owned_models().items()}
@@ -151,7 +156,7 @@ class Trainer:
             self.load_checkpoint(self._resolve_checkpoint(cfg.resume_from))
 
     def _optimised(self, module: nn.Module, lr: float, weight_decay: float, betas: tuple[float, float],
-                   max_grad_norm: float | None, ema_decay: float | None, what: str) -> TrainedModel:
+                   max_grad_norm: float | None, ema_decay: float | None, what: str, prepare: bool = True) -> TrainedModel:
         cfg = self.config
         params = [p for p in module.parameters() if p.requires_grad]
         if not params:
@@ -163,7 +168,39 @@ class Trainer:
             from diffusers.training_utils import EMAModel
 
             ema = EMAModel(params, decay=ema_decay)
-        return TrainedModel(module, params, self.accelerator.prepare(optimizer), scheduler, max_grad_norm, ema)
+        return TrainedModel(module, params, self.accelerator.prepare(optimizer) if prepare else optimizer, scheduler, max_grad_norm, ema)
+
+    def _shard(self) -> list[nn.Module]:
+        """FSDP2-shard the policy when ``trainer.sharding`` asks for it (see :mod:`visalign.trainer.sharding`);
+        returns the sharded units (none: gradients are all-reduced explicitly)."""
+        from accelerate.utils import DistributedType
+
+        cfg, acc = self.config, self.accelerator
+        if acc.distributed_type == DistributedType.DEEPSPEED:
+            raise ConfigError("the Trainer does not drive a DeepSpeed engine (objectives call several policy methods, "
+                              "not one forward); launch with configs/accelerate/fsdp_full_shard.yaml or a DDP config")
+        # accelerate turns an FSDP launch into MULTI_CPU on CPU; the launcher's flag still says what was asked for
+        fsdp_launch = acc.distributed_type == DistributedType.FSDP or os.environ.get("ACCELERATE_USE_FSDP", "").lower() in ("1", "true")
+        wanted = cfg.sharding == "fsdp" or (cfg.sharding == "auto" and fsdp_launch)
+        if not wanted or acc.num_processes == 1:
+            return []
+        if cfg.ema_decay:
+            raise ConfigError("trainer.ema_decay is not supported with FSDP sharding (trainer.sharding); unset one of them")
+        self._export_copy = self.policy.frozen_copy().cpu() if acc.is_main_process else None
+        return sharding.shard_policy(self.policy, acc.device, acc.num_processes, cfg.mixed_precision)
+
+    def _export(self, path: Path) -> None:
+        """``save_pretrained`` of the policy (EMA weights if enabled); when sharded, the gathered full weights are
+        loaded into an unsharded CPU copy kept on rank 0 for this (collective)."""
+        if not self.shard_units:
+            if self.accelerator.is_main_process:
+                with self.trained.ema_swap():
+                    self.policy.save_pretrained(path)
+            return
+        state = sharding.full_model_state(self.policy)
+        if self.accelerator.is_main_process:
+            self._export_copy.load_state_dict(state)
+            self._export_copy.save_pretrained(path)
 
     @property
     def params(self) -> list[nn.Parameter]:
@@ -208,9 +245,8 @@ class Trainer:
             if cfg.save_every and self.step % cfg.save_every == 0:
                 self.save_checkpoint()
         summary = self._evaluate(tag="after")
+        self._export(self.output_dir / "final")
         if acc.is_main_process:
-            with self.trained.ema_swap():
-                self.policy.save_pretrained(self.output_dir / "final")
             plot_reward_curve(self.history, self.output_dir / "reward_curve.png")
             (self.output_dir / "summary.json").write_text(json.dumps(summary, indent=2))
         acc.wait_for_everyone()
@@ -265,10 +301,14 @@ class Trainer:
         self.accelerator.backward(loss * scale)
 
     def _update(self, model: TrainedModel, metrics: dict[str, list[float]], norm_key: str) -> None:
-        """Sync gradients across ranks, clip, step, clear, and update the EMA."""
-        self._all_reduce_grads(model.params)
+        """Sync gradients across ranks (FSDP already reduce-scattered a sharded policy's), clip, step, clear, and
+        update the EMA."""
+        sharded = bool(self.shard_units) and model is self.trained
+        if not sharded:
+            self._all_reduce_grads(model.params)
         if model.max_grad_norm:
-            norm = self.accelerator.clip_grad_norm_(model.params, model.max_grad_norm)
+            clip = torch.nn.utils.clip_grad_norm_ if sharded else self.accelerator.clip_grad_norm_
+            norm = clip(model.params, model.max_grad_norm)
             metrics.setdefault(norm_key, []).append(float(norm))
         model.optimizer.step()
         model.optimizer.zero_grad(set_to_none=True)
@@ -377,13 +417,21 @@ class Trainer:
         acc = self.accelerator
         path = Path(path) if path else self.output_dir / "checkpoints" / f"step_{self.step:06d}"
         acc.wait_for_everyone()
+        gathered = {}
+        if self.shard_units:  # collective: every rank gathers, rank 0 writes
+            gathered = {"policy": sharding.full_model_state(self.policy),
+                        "optimizer": sharding.full_optimizer_state(self.trained.module, self.trained.optimizer)}
         if acc.is_main_process:
             path.mkdir(parents=True, exist_ok=True)
-            ckpt.save_module(self.policy, path / "policy.safetensors")
+            if gathered:
+                ckpt.save_tensors(gathered["policy"], path / "policy.safetensors")
+            else:
+                ckpt.save_module(self.policy, path / "policy.safetensors")
             for prefix, model in self._models().items():
                 if prefix:
                     ckpt.save_module(model.module, path / f"{prefix}model.safetensors")
-                ckpt.save_state_dict(model.optimizer.state_dict(), path / f"{prefix}optimizer")
+                optimizer_state = gathered["optimizer"] if gathered and not prefix else model.optimizer.state_dict()
+                ckpt.save_state_dict(optimizer_state, path / f"{prefix}optimizer")
                 (path / f"{prefix}scheduler.json").write_text(json.dumps(model.scheduler.state_dict()))
                 if model.ema is not None:
                     ckpt.save_state_dict(model.ema.state_dict(), path / f"{prefix}ema")
@@ -403,11 +451,18 @@ class Trainer:
         path = Path(path)
         if not (path / "trainer_state.json").is_file():
             raise FileNotFoundError(f"no training checkpoint at {path} (missing trainer_state.json)")
-        ckpt.load_module(self.policy, path / "policy.safetensors")
+        if self.shard_units:
+            sharding.load_full_model_state(self.policy, ckpt.load_tensors(path / "policy.safetensors"))
+        else:
+            ckpt.load_module(self.policy, path / "policy.safetensors")
         for prefix, model in self._models().items():
             if prefix:
                 ckpt.load_module(model.module, path / f"{prefix}model.safetensors")
-            model.optimizer.load_state_dict(ckpt.load_state_dict(path / f"{prefix}optimizer"))
+            optimizer_state = ckpt.load_state_dict(path / f"{prefix}optimizer")
+            if self.shard_units and not prefix:
+                sharding.load_full_optimizer_state(model.module, model.optimizer, optimizer_state)
+            else:
+                model.optimizer.load_state_dict(optimizer_state)
             model.scheduler.load_state_dict(json.loads((path / f"{prefix}scheduler.json").read_text()))
             if model.ema is not None:
                 model.ema.load_state_dict(ckpt.load_state_dict(path / f"{prefix}ema"))
