@@ -85,6 +85,9 @@ def _add_bench_commands(bench: argparse.ArgumentParser) -> None:
     transport.add_argument("--repeats", type=int, default=5)
     transport.add_argument("--threads", type=int, default=None, help="torch threads (1 gives stable ratios on a busy machine)")
     transport.set_defaults(bench_func=lambda a: _bench_module("transport_overhead").run(a))
+    memory = sub.add_parser("memory", help="peak memory and step time of one training step per generator")
+    _bench_module("memory").add_arguments(memory)
+    memory.set_defaults(bench_func=lambda a: _bench_module("memory").run(a))
     try:
         from .vvr.bench import add_bench_arguments, run_bench
     except ImportError:
@@ -133,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     sample.add_argument("--out", default="samples.png")
     sample.set_defaults(func=_cmd_sample)
 
-    bench = sub.add_parser("bench", help="benchmarks: vvr (VVRBench reports), overhead (trainer cost), transport (OT/KDE cost)")
+    bench = sub.add_parser("bench", help="benchmarks: vvr (VVRBench reports), overhead (trainer cost), transport (OT/KDE cost), memory (peak memory, step time)")
     _add_bench_commands(bench)
     bench.set_defaults(func=_cmd_bench)
     return parser
