@@ -1,8 +1,5 @@
 """Scale-out: FSDP2 sharding of the policy on 2 CPU processes (gloo), gradient checkpointing, clear errors."""
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,7 +10,7 @@ from visalign.generators import TinyFlowConfig, TinyFlowGenerator, ToyOneStepGen
 from visalign.trainer import Trainer, TrainerConfig
 from visalign.trainer.sharding import shard_policy
 
-from .conftest import ShiftTowardReward
+from .conftest import ShiftTowardReward, accelerate_launch
 
 SCRIPT = Path(__file__).parent / "scripts" / "two_process_fsdp.py"
 ROOT = Path(__file__).resolve().parents[1]
@@ -21,10 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_two_process_fsdp_matches_all_reduce_resumes_and_exports(tmp_path):
     out = tmp_path / "result.json"
-    env = {**os.environ, "ACCELERATE_USE_CPU": "1", "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
-           "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", str(SCRIPT), str(out)]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    proc = accelerate_launch(str(SCRIPT), str(out))
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(out.read_text())
     assert result["num_processes"] == 2 and result["units"] == 1
@@ -98,10 +92,8 @@ def test_fsdp_launch_config_shards_the_tiny_image_flow_model(tmp_path):
     """``accelerate launch --config_file configs/accelerate/fsdp_full_shard.yaml`` (2 CPU processes): the trainer
     detects the FSDP launch and shards the tiny generator's text encoder and denoiser."""
     out = tmp_path / "probe.json"
-    env = {**os.environ, "ACCELERATE_USE_CPU": "1", "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(ROOT / "configs/accelerate/fsdp_full_shard.yaml"),
-           "--num_processes", "2", "--mixed_precision", "no", str(SCRIPT.parent / "fsdp_launch_probe.py"), str(out), "rwr"]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    proc = accelerate_launch("--config_file", str(ROOT / "configs/accelerate/fsdp_full_shard.yaml"), "--num_processes", "2",
+                             "--mixed_precision", "no", str(SCRIPT.parent / "fsdp_launch_probe.py"), str(out), "rwr")
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(out.read_text())
     assert result["num_processes"] == 2
