@@ -4,7 +4,7 @@
 A generator is a registered name (``tiny_flow``, ``diffusers``, ...) or a YAML file (a run config's ``generator:``
 section, or a bare generator mapping); ``--set key.path=value`` overrides any run-config key (generator size,
 ``algorithm.*``, ``trainer.mixed_precision=bf16``, ``trainer.gradient_checkpointing=true``). Each generator is
-measured in a fresh Python process unless ``--in-process``.
+measured in a fresh Python process unless ``--in-process``. torch is imported lazily (``visalign --help`` stays fast).
 
 Memory, by device:
 * CUDA: ``torch.cuda.max_memory_allocated`` over the measured steps (weights, optimizer state, activations: what the
@@ -23,8 +23,6 @@ import threading
 import time
 from pathlib import Path
 from typing import Any, Sequence
-
-import torch
 
 DEFAULT_PROMPTS = ["a red circle", "a blue square", "a green triangle above a red circle", "a yellow star"]
 MB = 2**20
@@ -76,6 +74,8 @@ def generator_section(spec: str) -> dict[str, Any]:
 def measure(generator: dict[str, Any], algorithm: str = "rwr", reward: str = "brightness", prompts_per_step: int = 2,
             steps: int = 2, overrides: Sequence[str] = ()) -> dict[str, Any]:
     """One warm-up (cold) training step, then ``steps`` measured ones, of ``algorithm`` on ``generator``."""
+    import torch
+
     from ..core.config import apply_overrides, from_dict
     from ..run import RunConfig, build_trainer
 
@@ -167,6 +167,8 @@ def _isolated(spec: str, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    import torch
+
     if args.threads:
         torch.set_num_threads(args.threads)
     rows = []
