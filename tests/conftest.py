@@ -27,3 +27,15 @@ def _seed():
 @pytest.fixture
 def shift_algorithm():
     return ShiftTowardReward()
+
+
+def accelerate_launch(*args: str, timeout: int = 600):
+    """``accelerate launch ARGS`` on 2 CPU processes (gloo) unless ARGS pick a config file; the finished process."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "ACCELERATE_USE_CPU": "1", "OMP_NUM_THREADS": "1"}
+    launch = ["--multi_gpu", "--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", *([] if "--config_file" in args else launch), *args]
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)

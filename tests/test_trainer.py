@@ -1,5 +1,4 @@
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +11,7 @@ from visalign.core import FunctionReward, Unconditional
 from visalign.generators import ToyOneStepGenerator
 from visalign.trainer import Trainer, TrainerConfig
 
-from .conftest import ShiftTowardReward
+from .conftest import ShiftTowardReward, accelerate_launch
 
 SCRIPT = Path(__file__).parent / "scripts" / "two_process_train.py"
 
@@ -87,10 +86,7 @@ def test_nan_reward_names_the_reward(tmp_path):
 
 def test_two_process_cpu_run_gathers_rewards_and_keeps_ranks_identical(tmp_path):
     out = tmp_path / "result.json"
-    env = {**os.environ, "ACCELERATE_USE_CPU": "1", "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
-           "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", str(SCRIPT), str(out)]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    proc = accelerate_launch(str(SCRIPT), str(out), timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(out.read_text())
     assert result["num_processes"] == 2

@@ -26,7 +26,7 @@ _EXPORTS = {
     "measure_adapter_step": "visalign.benchmarks.adapter_memory",
     **{name: "visalign.algorithms" for name in (
         "RWTD", "RWTDConfig", "FestDPO", "FestDPOConfig", "RWR", "RWRConfig", "RewardBackprop", "RewardBackpropConfig",
-        "FlowGRPO", "FlowGRPOConfig",
+        "FlowGRPO", "FlowGRPOConfig", "DiffusionNFT", "DiffusionNFTConfig",
     )},
     **{name: "visalign.trainer" for name in ("Trainer", "TrainerConfig", "TrainerCallback", "SampleCounter")},
     **{name: "visalign.run" for name in ("RunConfig", "load_run_config", "build_trainer")},

@@ -15,6 +15,11 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
     from .run import build_trainer, load_run_config
 
+    if args.help_config:
+        return _cmd_config_help(argparse.Namespace(sections=[args.config] if args.config else []))
+    if not args.config:
+        print("error: visalign train needs a YAML config", file=sys.stderr)
+        return 2
     config = load_run_config(args.config, [*args.overrides, *(["trainer.overwrite=true"] if args.overwrite else [])])
     trainer = build_trainer(config)
     start = time.perf_counter()
@@ -44,6 +49,14 @@ def _write_eval_results(args: argparse.Namespace, history: list[dict], summary: 
                   runtime_s=seconds)
 
 
+def _cmd_config_help(args: argparse.Namespace) -> int:
+    from .config_help import config_sections, format_sections
+
+    for spec in args.sections or [None]:
+        print(format_sections(config_sections(spec)))
+    return 0
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     config = args.config or DEMO_CONFIG
     if not Path(config).is_file():
@@ -52,7 +65,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     overrides = [f"trainer.output_dir={args.out}", *args.overrides]
     command_args = ["--out", args.out, *(["--config", args.config] if args.config else []), *args.overrides]
     return _cmd_train(argparse.Namespace(config=config, overrides=overrides, results=args.results, results_name="demo",
-                                         command="demo", command_args=command_args, overwrite=args.overwrite))
+                                         command="demo", command_args=command_args, overwrite=args.overwrite,
+                                         help_config=False))
 
 
 def _at_least(minimum: int):
@@ -113,6 +127,9 @@ def _add_bench_commands(bench: argparse.ArgumentParser) -> None:
     from .reward_cli import add_benches
 
     add_benches(sub)
+    memory = sub.add_parser("memory", help="peak memory and step time of one training step per generator")
+    _bench_module("memory").add_arguments(memory)
+    memory.set_defaults(bench_func=lambda a: _bench_module("memory").run(a))
     try:
         from .vvr.bench import add_bench_arguments, run_bench
     except ImportError:
@@ -135,11 +152,19 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     train = sub.add_parser("train", help="train from a YAML config with key.path=value overrides")
-    train.add_argument("config", help="YAML run config (sections: generator, reward, algorithm, prompts, trainer)")
+    train.add_argument("config", nargs="?", help="YAML run config (sections: generator, reward, algorithm, prompts, trainer)")
     train.add_argument("overrides", nargs="*", help="overrides such as trainer.steps=200")
     train.add_argument("--results", default=None, help="also write eval reward before/after as a result file (JSON)")
     train.add_argument("--overwrite", action="store_true", help="write into a non-empty output folder (trainer.overwrite=true)")
+    train.add_argument("--help-config", action="store_true",
+                       help="print the fields (type, default, help) of the config's trainer, algorithm and generator "
+                            "sections (of every section without a config) and exit")
     train.set_defaults(func=_cmd_train, results_name="train", command_args=None)
+
+    config_help = sub.add_parser("config-help", help="print config fields with type, default and help text")
+    config_help.add_argument("sections", nargs="*", help="run, trainer, algorithm, generator, an algorithm or generator "
+                             "name (e.g. diffusion_nft, tiny_flow) or a YAML run config; none: everything")
+    config_help.set_defaults(func=_cmd_config_help)
 
     demo = sub.add_parser("demo", help="the embedded demo: align the shipped tiny generator on CPU in minutes")
     demo.add_argument("--out", default="runs/demo", help="run folder (default: runs/demo)")
@@ -164,7 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_poem_arguments(poem)
     poem.set_defaults(func=run_poem)
 
-    bench = sub.add_parser("bench", help="benchmarks: vvr (VVRBench reports), overhead (trainer cost), transport (OT/KDE cost)")
+    bench = sub.add_parser("bench", help="benchmarks: vvr (VVRBench reports), overhead (trainer cost), transport (OT/KDE cost), memory (peak memory, step time)")
     _add_bench_commands(bench)
     bench.set_defaults(func=_cmd_bench)
     from .reward_cli import add_commands

@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from .core.config import ConfigError, apply_overrides, from_dict, load_yaml
+from .core.config import ConfigError, apply_overrides, from_dict, load_yaml, option
 from .trainer.config import TrainerConfig
 
 
@@ -16,13 +16,20 @@ class RunConfig:
 
     ``policy: {type: causal_lm, path: local_folder, ...}`` trains a language model instead of ``generator``."""
 
-    generator: dict[str, Any] = field(default_factory=lambda: {"name": "toy_one_step"})
-    policy: dict[str, Any] | None = None
-    reward: Any = "x0"
-    eval_reward: Any = None
-    algorithm: dict[str, Any] = field(default_factory=lambda: {"name": "rwr"})
-    prompts: dict[str, Any] = field(default_factory=lambda: {"name": "unconditional"})
-    trainer: TrainerConfig = field(default_factory=TrainerConfig)
+    generator: dict[str, Any] = option(
+        help="{name: ..., **config} of a registered generator, or {checkpoint: folder}",
+        factory=lambda: {"name": "toy_one_step"})
+    policy: dict[str, Any] | None = option(
+        None, "{type: causal_lm, path: local folder, ...}: train a language model instead of generator")
+    reward: Any = option("x0", "reward name or spec ({name, ...}, or a list for a weighted sum)")
+    eval_reward: Any = option(None, "reward used for evaluation (null: reward)")
+    algorithm: dict[str, Any] = option(
+        help="{name: ..., **config} of a registered algorithm",
+        factory=lambda: {"name": "rwr"})
+    prompts: dict[str, Any] = option(
+        help="{name: ..., **config} of a registered prompt source",
+        factory=lambda: {"name": "unconditional"})
+    trainer: TrainerConfig = option(help="the trainer section (TrainerConfig)", factory=TrainerConfig)
 
 
 PATH_KEYS = (("generator", "checkpoint"), ("generator", "path"), ("policy", "path"), ("prompts", "path"),

@@ -18,6 +18,7 @@ METHODS = [
     ("reward_backprop", "one_step", {"anchor_weight": 0.1}),
     ("reward_backprop", "flow", {"truncate_steps": 1}),
     ("flow_grpo", "flow", {"group_size": 4, "num_steps": 3, "updates_per_rollout": 2}),
+    ("diffusion_nft", "flow", {"group_size": 4, "num_steps": 3, "decay_rate": 0.2, "kl_beta": 0.1}),
 ]
 
 
@@ -32,7 +33,7 @@ def run(name, family, overrides, out, steps, resume=None, reference=None, seed=0
     reference = reference if reference is not None else policy.frozen_copy()
     cfg = TrainerConfig(steps=steps, prompts_per_step=2, learning_rate=1e-2, save_every=2, log_with=[], progress=False,
                         output_dir=str(out), resume_from=resume, eval_batch_size=4)
-    reward = ToyQuadraticReward() if name != "flow_grpo" else ToyLinearReward()
+    reward = ToyQuadraticReward() if name not in ("flow_grpo", "diffusion_nft") else ToyLinearReward()
     trainer = Trainer(policy, build_algorithm({"name": name, **overrides}), reward, Unconditional(), cfg, reference=reference)
     trainer.train()
     return policy, reference

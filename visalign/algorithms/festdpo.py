@@ -19,14 +19,14 @@ which for a linear reward r = a·x keeps the exact mode weights but shifts every
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal, Sequence
 
 import torch
 import torch.nn.functional as F
 
 from ..core.algorithm import Algorithm, TrainContext, register_algorithm
-from ..core.config import ConfigError, check
+from ..core.config import ConfigError, check, option
 from ..core.prompts import PromptSource
 from ..core.types import PromptBatch, Rollout, index_samples
 from .common import FeatureCache, group_slices, require_reference, sample_group
@@ -59,18 +59,23 @@ class FestDPOConfig:
     """β: DPO strength (the optimum is p_ref·exp(r/(τβ)) with soft labels); N = ``num_samples`` KDE centres per
     prompt for both models; ``num_pairs`` online pairs per prompt from ``pair_source``."""
 
-    beta: float = 1.0
-    num_samples: int = 64
-    num_pairs: int = 32
-    pair_source: Literal["reference", "policy", "dataset"] = "reference"
-    labels: Literal["soft", "sampled", "hard"] = "soft"
-    label_temperature: float = 1.0
-    bandwidth: Any = "scott"
-    bandwidth_scales: list[float] = field(default_factory=lambda: [1.0])
-    features: Any = "identity"
-    updates_per_rollout: int = 1
-    bandwidth_anneal: float = 1.0
-    bandwidth_anneal_steps: int = 0
+    beta: float = option(1.0, "DPO strength β (with soft labels the optimum is p_ref·exp(r/(τβ)))")
+    num_samples: int = option(64, "KDE centres per prompt, for the policy and for the reference")
+    num_pairs: int = option(32, "online preference pairs per prompt")
+    pair_source: Literal["reference", "policy", "dataset"] = option(
+        "reference", "where pair candidates come from: reference samples, policy samples, or the prompt source's dataset")
+    labels: Literal["soft", "sampled", "hard"] = option(
+        "soft", "P(a ≻ b): soft σ(Δr/τ), sampled (a Bernoulli draw of it) or hard (1[r_a > r_b])")
+    label_temperature: float = option(1.0, "τ of the Bradley–Terry labels σ((r_a − r_b)/τ)")
+    bandwidth: Any = option("scott", "KDE bandwidth: a rule (scott, silverman, median, ...) or a positive number")
+    bandwidth_scales: list[float] = option(
+        help="multiply the bandwidth by each factor and average the KDE log-densities (multi-scale)",
+        factory=lambda: [1.0])
+    features: Any = option("identity", "feature space φ of the KDE: a registered name (identity, pixels, random_projection, conv, open_clip, reward) or a {name: ...} spec")
+    updates_per_rollout: int = option(1, "optimizer steps on each rollout")
+    bandwidth_anneal: float = option(
+        1.0, "start every bandwidth at this factor × h and decay it geometrically to 1 (>= 1; 1: off)")
+    bandwidth_anneal_steps: int = option(0, "updates over which bandwidth_anneal decays to 1")
 
     def __post_init__(self) -> None:
         check(self.beta > 0, f"festdpo.beta must be > 0, got {self.beta}")

@@ -36,19 +36,26 @@ class RWTDConfig:
     ``eps_floor: 1e-4``, ``lam: 0.85``, ``solver: sinkhorn``, ``step_size: 0.2``, and many prompt groups per
     optimizer step via ``trainer.grad_accum``."""
 
-    lam: float = 0.85
-    beta: float = 1.0
-    target_ess: float | None = None
-    num_current: int = 16
-    num_reference: int = 16
-    features: Any = "identity"
-    regression_space: Literal["features", "samples"] = "features"
-    solver: Literal["emd", "sinkhorn"] = "sinkhorn"
-    eps_scale: float = 0.1
-    step_size: float = 0.2
-    normalize_rewards: bool = False
-    resample_target: bool = False
-    updates_per_rollout: int = 1
+    lam: float = option(
+        0.85, "λ: share of the current policy in the target Q = λ·T_β[p_θ] + (1−λ)·T_β[p_ref] (0: tilt the reference only)")
+    beta: float = option(1.0, "reward temperature β of the tilt T_β[p] ∝ p·exp(r/β)")
+    target_ess: float | None = option(
+        None, "choose β per group so the tilted weights keep this effective sample size (fraction of the group); null: use beta")
+    num_current: int = option(16, "policy samples per prompt (the particles that are transported)")
+    num_reference: int = option(
+        16, "reference samples per prompt (the reference part of the target; needed when lam < 1)")
+    features: Any = option(
+        "identity", "feature space φ the transport runs in: a registered name (identity, pixels, random_projection, conv, open_clip, reward) or a {name: ...} spec")
+    regression_space: Literal["features", "samples"] = option(
+        "features", "regress φ(G_θ(z)) onto the targets (features) or the samples onto barycentric sample targets (samples)")
+    solver: Literal["emd", "sinkhorn"] = option(
+        "sinkhorn", "optimal-transport solver: exact emd or entropic sinkhorn (POT)")
+    eps_scale: float = option(0.1, "sinkhorn: entropic regularisation as a fraction of the median transport cost")
+    step_size: float = option(0.2, "η of the partial step toward the transported target, in (0, 1]")
+    normalize_rewards: bool = option(False, "z-score rewards within each group before tilting")
+    resample_target: bool = option(
+        False, "draw num_current particles from the weighted target (systematic resampling) and transport onto them")
+    updates_per_rollout: int = option(1, "optimizer steps on each rollout")
     reward_scale: float | str | None = option(
         None, "run-wide reward scale σ: rewards are divided by it before the fixed-temperature tilt (a number, or a "
               "JSON file written by `visalign calibrate` on the training prompts); null: raw rewards")

@@ -145,9 +145,15 @@ def describe_config(cls: type, prefix: str = "") -> list[tuple[str, str, str, st
             default = repr(f.default_factory())
         else:
             default = "(required)"
-        type_name = getattr(annotation, "__name__", None) or str(annotation).replace("typing.", "")
-        rows.append((key, type_name, default, f.metadata.get("help", "")))
+        rows.append((key, type_label(annotation), default, f.metadata.get("help", "")))
     return rows
+
+
+def type_label(annotation: Any) -> str:
+    """A readable type: ``int``, ``float | None``, ``Literal['a', 'b']``, ``tuple[float, float]``."""
+    if get_args(annotation) or not isinstance(annotation, type):
+        return str(annotation).replace("typing.", "").replace("NoneType", "None")
+    return annotation.__name__
 
 
 def from_dict(cls: type[T], data: dict[str, Any] | None, prefix: str = "") -> T:

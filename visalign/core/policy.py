@@ -11,6 +11,8 @@ import torch
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
+from .config import ConfigError
+
 
 class DrawHook(Protocol):
     def __call__(self, policy: "Policy", num_samples: int) -> None: ...
@@ -36,6 +38,16 @@ class Policy(nn.Module, ABC):
     def trainable_module(self) -> nn.Module:
         """The part of the network an optimizer updates (the whole policy unless a subclass narrows it)."""
         return self
+
+    def shard_units(self) -> list[nn.Module]:
+        """Submodules FSDP shards, innermost first, that together hold every trainable parameter; each must be entered
+        through its own ``forward`` by every method that uses its parameters. Empty (the default): not shardable,
+        and the trainer all-reduces gradients explicitly instead."""
+        return []
+
+    def enable_gradient_checkpointing(self) -> None:
+        """Recompute activations in backward instead of storing them (``trainer.gradient_checkpointing``)."""
+        raise ConfigError(f"trainer.gradient_checkpointing: {type(self).__name__} does not support gradient checkpointing")
 
     def frozen_copy(self) -> "Policy":
         """A detached, eval-mode copy that serves as the reference (without this policy's draw hooks)."""

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import inspect
 import json
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Sequence
 
 import torch
 from torch import nn
 
-from ..core.config import check
+from ..core.config import check, option
 from ..core.generator import CONFIG_FILE, Generator, register_generator
 
 LORA_FILE = "lora.safetensors"
@@ -28,17 +28,20 @@ _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torc
 class DiffusersConfig:
     """Where the pipeline lies and how it is called."""
 
-    path: str = ""
-    num_inference_steps: int = 4
-    guidance_scale: float = 1.0
-    height: int | None = None
-    width: int | None = None
-    dtype: str = "float32"
-    latent_shape: list[int] | None = None
-    lora_rank: int = 0
-    lora_alpha: float | None = None
-    lora_targets: list[str] = field(default_factory=lambda: ["to_q", "to_k", "to_v", "to_out.0"])
-    call_kwargs: dict[str, Any] = field(default_factory=dict)
+    path: str = option("", "local diffusers pipeline folder (model_index.json); never downloaded")
+    num_inference_steps: int = option(4, "denoising steps per sample")
+    guidance_scale: float = option(1.0, "classifier-free guidance scale (1: off)")
+    height: int | None = option(None, "image height (null: the pipeline's default)")
+    width: int | None = option(None, "image width (null: the pipeline's default)")
+    dtype: str = option("float32", "weights dtype: float32, bfloat16 or float16")
+    latent_shape: list[int] | None = option(
+        None, "shape of one item's initial latents (null: derived from the pipeline)")
+    lora_rank: int = option(0, "rank of a peft LoRA adapter on the denoiser (0: train the full denoiser)")
+    lora_alpha: float | None = option(None, "LoRA alpha (null: the rank)")
+    lora_targets: list[str] = option(
+        help="denoiser module names the LoRA adapter wraps",
+        factory=lambda: ["to_q", "to_k", "to_v", "to_out.0"])
+    call_kwargs: dict[str, Any] = option(help="extra keyword arguments for the pipeline call", factory=dict)
 
     def __post_init__(self) -> None:
         check(self.num_inference_steps >= 1, f"num_inference_steps must be >= 1, got {self.num_inference_steps}")
@@ -138,6 +141,12 @@ class DiffusersPipelineGenerator(Generator):
 
     def trainable_module(self) -> nn.Module:
         return self.denoiser
+
+    def shard_units(self) -> list[nn.Module]:
+        return [self.denoiser]
+
+    def enable_gradient_checkpointing(self) -> None:
+        self.denoiser.enable_gradient_checkpointing()
 
     def _size(self) -> tuple[int, int]:
         pipe = self.pipeline

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..core.config import check
+from ..core.config import check, option
 from ..core.generator import Generator, register_generator
 from ..core.flow import FlowModel
 from .text_encoder import TinyTextEncoder
@@ -31,19 +31,20 @@ class TinyImageConfig:
     """Sizes of the tiny denoiser and its text encoder. ``patch_size``, ``layers`` and ``heads`` shape the ``sd3``
     backbone, ``unet_channels`` the ``unet`` one; ``head_dim`` is the attention head size of both."""
 
-    image_size: int = 32
-    channels: int = 3
-    patch_size: int = 4
-    layers: int = 2
-    heads: int = 2
-    head_dim: int = 16
-    text_hidden: int = 32
-    text_layers: int = 2
-    text_heads: int = 2
-    vocab_buckets: int = 1024
-    max_length: int = 16
-    backbone: Literal["sd3", "unet"] = "sd3"
-    unet_channels: tuple[int, ...] = (32, 64, 64)
+    image_size: int = option(32, "image side S (images are channels×S×S in [-1, 1])")
+    channels: int = option(3, "image channels")
+    patch_size: int = option(4, "sd3 backbone: patch side")
+    layers: int = option(2, "sd3 backbone: transformer blocks")
+    heads: int = option(2, "sd3 backbone: attention heads")
+    head_dim: int = option(16, "attention head size (both backbones)")
+    text_hidden: int = option(32, "tiny text encoder width")
+    text_layers: int = option(2, "tiny text encoder layers")
+    text_heads: int = option(2, "tiny text encoder attention heads")
+    vocab_buckets: int = option(1024, "hashed word-vocabulary size of the tiny text encoder")
+    max_length: int = option(16, "prompt tokens kept")
+    backbone: Literal["sd3", "unet"] = option(
+        "sd3", "denoiser: sd3 (SD3Transformer2DModel, fast) or unet (UNet2DConditionModel)")
+    unet_channels: tuple[int, ...] = option((32, 64, 64), "unet backbone: block widths (each a multiple of 16)")
 
     def __post_init__(self) -> None:
         check(self.backbone in ("sd3", "unet"), f"backbone must be 'sd3' or 'unet', got {self.backbone!r}")
@@ -66,8 +67,8 @@ class TinyImageConfig:
 class TinyFlowConfig(TinyImageConfig):
     """:class:`TinyImageConfig` plus the Euler sampler's step count and timestep shift."""
 
-    num_steps: int = 4
-    shift: float = 1.0
+    num_steps: int = option(4, "Euler sampling steps")
+    shift: float = option(1.0, "timestep shift of the schedule (1: uniform)")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -80,7 +81,8 @@ class TinyOneStepConfig(TinyImageConfig):
     """:class:`TinyImageConfig` plus the output parametrisation: ``image`` gives ``x = tanh(f(z))``, ``flow_residual``
     gives ``x = tanh(z - f(z))``, the flow convention ``x_0 = ε - v`` read at ``t = 1``."""
 
-    parametrization: Literal["image", "flow_residual"] = "image"
+    parametrization: Literal["image", "flow_residual"] = option(
+        "image", "image: x = tanh(f(z)); flow_residual: x = tanh(z − f(z)) (start from a flow teacher's one-step sample)")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -167,6 +169,13 @@ class _TinyImageMixin:
 
     def _cond(self, cond: TextCond | None, batch: int) -> TextCond:
         return self.backbone.encode([""] * batch) if cond is None else cond
+
+    def shard_units(self) -> list[nn.Module]:
+        """The text encoder (entered by ``encode``) and the denoiser (entered by every sampling call)."""
+        return [self.backbone.text_encoder, self.backbone.denoiser]
+
+    def enable_gradient_checkpointing(self) -> None:
+        self.backbone.denoiser.enable_gradient_checkpointing()
 
 
 @register_generator("tiny_one_step")

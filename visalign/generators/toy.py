@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
-from ..core.config import check
+from ..core.config import check, option
 from ..core.generator import Generator, register_generator
 from ..core.flow import FlowModel
 
@@ -24,11 +24,11 @@ def mlp(inp: int, out: int, hidden: int, layers: int) -> nn.Sequential:
 
 @dataclass
 class ToyConfig:
-    dim: int = 2
-    hidden: int = 128
-    layers: int = 3
-    num_steps: int = 4
-    shift: float = 1.0
+    dim: int = option(2, "dimension of the points")
+    hidden: int = option(128, "MLP width")
+    layers: int = option(3, "MLP hidden layers")
+    num_steps: int = option(4, "flow: Euler sampling steps")
+    shift: float = option(1.0, "flow: timestep shift of the schedule (1: uniform)")
 
     def __post_init__(self) -> None:
         check(self.dim >= 1, f"dim must be >= 1, got {self.dim}")
@@ -54,6 +54,9 @@ class ToyOneStepGenerator(Generator):
     def generate(self, noise: torch.Tensor, cond: Any = None) -> torch.Tensor:
         return self.net(noise)
 
+    def shard_units(self) -> list[nn.Module]:
+        return [self.net]
+
 
 @register_generator("toy_flow")
 class ToyFlowGenerator(FlowModel):
@@ -71,3 +74,6 @@ class ToyFlowGenerator(FlowModel):
 
     def velocity(self, x: torch.Tensor, t: torch.Tensor, cond: Any = None) -> torch.Tensor:
         return self.net(torch.cat([x, t[:, None].to(x.dtype)], dim=1))
+
+    def shard_units(self) -> list[nn.Module]:
+        return [self.net]

@@ -7,7 +7,7 @@ prompt batch repeated per completion.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from ..core.algorithm import Algorithm, Evaluation, TrainContext, register_algorithm
-from ..core.config import check
+from ..core.config import check, option
 from ..core.reward import Reward, build_reward, score
 from ..core.types import PromptBatch, Rollout
 from ..rewards.multi import gdpo_advantages
@@ -49,14 +49,16 @@ def _length_metrics(s: TextSamples) -> dict[str, float]:
 class TextRLConfig:
     """Fields shared by the text RL algorithms."""
 
-    group_size: int = 8
-    clip_eps: float = 0.2
-    clip_eps_high: float | None = None
-    kl_coef: float = 0.0
-    kl_estimator: Literal["k1", "k3"] = "k3"
-    aggregation: Literal["auto", "token", "sequence", "constant"] = "auto"
-    updates_per_rollout: int = 1
-    max_new_tokens: int | None = None
+    group_size: int = option(8, "completions per prompt (the group whose rewards are normalised)")
+    clip_eps: float = option(0.2, "PPO ratio clip ε (lower side, and upper side unless clip_eps_high is set)")
+    clip_eps_high: float | None = option(None, "upper PPO clip (DAPO clip-higher); null: clip_eps")
+    kl_coef: float = option(0.0, "weight of the per-token KL to the frozen reference (0: no reference needed)")
+    kl_estimator: Literal["k1", "k3"] = option(
+        "k3", "per-token KL estimator: k1 (log-ratio) or k3 (unbiased, non-negative)")
+    aggregation: Literal["auto", "token", "sequence", "constant"] = option(
+        "auto", "loss normaliser: mean over tokens (token), per sequence (sequence), a constant length (constant); auto picks per method")
+    updates_per_rollout: int = option(1, "optimizer steps on each rollout (PPO reuse; >1 records old log-probs)")
+    max_new_tokens: int | None = option(None, "completion length cap (null: the policy's default)")
 
     def __post_init__(self) -> None:
         check(self.group_size >= 1, f"group_size must be >= 1, got {self.group_size}")
@@ -73,11 +75,14 @@ class TextGRPOConfig(TextRLConfig):
     ``multi_reward: gdpo`` (with ``advantage: grpo``) normalises each component of a weighted reward within its group
     before summing (GDPO)."""
 
-    advantage: Literal["grpo", "dr_grpo", "rloo", "mapp"] = "grpo"
-    multi_reward: Literal["sum", "gdpo"] = "sum"
-    mapp_alpha0: float = 1.0
-    mapp_beta0: float = 1.0
-    mapp_discount: float = 0.5
+    advantage: Literal["grpo", "dr_grpo", "rloo", "mapp"] = option(
+        "grpo", "advantage estimator: grpo, dr_grpo (no std division), rloo (leave-one-out) or mapp (Beta-posterior prior)")
+    multi_reward: Literal["sum", "gdpo"] = option(
+        "sum", "several reward components: sum (advantages of the weighted sum) or gdpo (each component normalised "
+               "within its group, then summed; needs advantage: grpo)")
+    mapp_alpha0: float = option(1.0, "MaPP: Beta prior α0 of each prompt's success rate")
+    mapp_beta0: float = option(1.0, "MaPP: Beta prior β0 of each prompt's success rate")
+    mapp_discount: float = option(0.5, "MaPP: per-prompt discount λ of old evidence, in [0, 1]")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -212,13 +217,16 @@ class TextDistillConfig(TextRLConfig):
     position of student samples. ``reward_weight > 0`` adds a GRPO reward loss (hybrid); with ``normalize_grads``
     the distillation term is rescaled to ``distill_weight`` times the reward gradient's norm."""
 
-    teacher: str = ""
-    kind: Literal["reverse", "forward"] = "reverse"
-    distill_weight: float = 1.0
-    reward_weight: float = 0.0
-    normalize_grads: bool = True
-    advantage: Literal["grpo", "dr_grpo", "rloo"] = "grpo"
-    group_size: int = 4
+    teacher: str = option("", "local causal-LM folder of the teacher (same vocabulary as the student)")
+    kind: Literal["reverse", "forward"] = option(
+        "reverse", "reverse KL(student || teacher) or forward KL, exact over the vocabulary")
+    distill_weight: float = option(1.0, "weight of the distillation term")
+    reward_weight: float = option(0.0, "weight of a GRPO reward loss added to the distillation (0: pure distillation)")
+    normalize_grads: bool = option(
+        True, "rescale the distillation gradient to distill_weight × the reward gradient's norm (hybrid only)")
+    advantage: Literal["grpo", "dr_grpo", "rloo"] = option(
+        "grpo", "advantage estimator of the reward term: grpo, dr_grpo or rloo")
+    group_size: int = option(4, "completions per prompt")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -290,11 +298,15 @@ class TextMultiRewardConfig(TextRLConfig):
     ``rewards``: reward specs (names / ``{name, weight, ...}``); empty means the components of the trainer's
     reward (a weighted sum). ``priority``: order of reward indices, most important first."""
 
-    rewards: list[Any] = field(default_factory=list)
-    combine: Literal["sum", "orpg", "pcgrad", "priority"] = "orpg"
-    priority: list[int] | None = None
-    normalize_power: float = 0.5
-    advantage: Literal["grpo", "dr_grpo", "rloo"] = "grpo"
+    rewards: list[Any] = option(
+        help="reward specs (names or {name, weight, ...}); empty: the components of the trainer's weighted reward",
+        factory=list)
+    combine: Literal["sum", "orpg", "pcgrad", "priority"] = option(
+        "orpg", "how per-reward gradients combine: sum (weighted), orpg, pcgrad or priority")
+    priority: list[int] | None = option(None, "priority: reward indices, most important first")
+    normalize_power: float = option(0.5, "orpg: each gradient is divided by its norm to this power before blending")
+    advantage: Literal["grpo", "dr_grpo", "rloo"] = option(
+        "grpo", "advantage estimator per reward: grpo, dr_grpo or rloo")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -375,17 +387,19 @@ class TextMultiTurnConfig(TextRLConfig):
     ``credit``: ``none`` (trajectory advantage on every turn), ``graph`` (CRBC: ``w_group * A_group + w_step *
     (Q - V) / max(sigma, sigma_min)``) or ``progress`` (``w_group * A_group + w_step * (p_t - p_{t-1})``)."""
 
-    env: str = ""
-    env_kwargs: dict[str, Any] = field(default_factory=dict)
-    max_turns: int = 4
-    credit: Literal["none", "graph", "progress"] = "graph"
-    advantage: Literal["grpo", "dr_grpo", "rloo"] = "grpo"
-    w_group: float = 1.0
-    w_step: float = 1.0
-    gamma: float = 1.0
-    sigma_min: float = 0.1
-    success_threshold: float = 0.5
-    group_size: int = 4
+    env: str = option("", "environment class: file.py:Class or module:Class")
+    env_kwargs: dict[str, Any] = option(help="keyword arguments for the environment", factory=dict)
+    max_turns: int = option(4, "turns per trajectory at most")
+    credit: Literal["none", "graph", "progress"] = option(
+        "graph", "per-turn credit: none (trajectory advantage), graph (CRBC) or progress")
+    advantage: Literal["grpo", "dr_grpo", "rloo"] = option(
+        "grpo", "trajectory advantage estimator: grpo, dr_grpo or rloo")
+    w_group: float = option(1.0, "weight of the group (trajectory) advantage in the per-turn credit")
+    w_step: float = option(1.0, "weight of the step term (graph: (Q − V)/σ, progress: p_t − p_{t−1})")
+    gamma: float = option(1.0, "discount of later step rewards in the graph credit, in (0, 1]")
+    sigma_min: float = option(0.1, "graph credit: floor on σ in (Q − V)/max(σ, sigma_min)")
+    success_threshold: float = option(0.5, "a trajectory succeeds when its reward is at least this")
+    group_size: int = option(4, "trajectories per prompt")
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -94,6 +94,12 @@ class CausalLMPolicy(Policy):
         tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
         return cls(model, tokenizer, **settings)
 
+    def shard_units(self) -> list[nn.Module]:
+        return [self.model]
+
+    def enable_gradient_checkpointing(self) -> None:
+        self.model.gradient_checkpointing_enable()
+
     def save_pretrained(self, path: str | Path) -> Path:
         """Write a folder that :meth:`from_pretrained` (or plain ``transformers``) can load."""
         path = Path(path)

@@ -26,6 +26,11 @@ class TrainerConfig:
     min_lr_ratio: float = option(0.0, "final learning rate as a fraction of learning_rate (cosine / linear)")
     max_grad_norm: float | None = option(1.0, "clip the gradient norm to this value (null: no clipping)")
     mixed_precision: Literal["no", "bf16", "fp16"] = option("no", "autocast precision of rollouts and losses (bf16 on GPUs)")
+    gradient_checkpointing: bool = option(False, "recompute the policy's activations in backward (less memory, more "
+                                                 "compute); the policy must support it")
+    sharding: Literal["auto", "none", "fsdp"] = option(
+        "auto", "multi-process runs: fsdp shards the policy's shard_units() with torch FSDP2 (gradients reduce-"
+                "scattered); none all-reduces full gradients; auto is fsdp under an accelerate FSDP launch, else none")
     ema_decay: float | None = option(None, "EMA of the policy's trainable weights, used for evaluation and the export")
     eval_every: int = option(0, "evaluate every N steps (0: only before and after training)")
     eval_batch_size: int = option(32, "prompts in the fixed held-out evaluation batch")

@@ -76,6 +76,17 @@ def load_state_dict(path: Path) -> dict[str, Any]:
     return join_state(tensors, skeleton)
 
 
+def save_tensors(tensors: dict[str, torch.Tensor], path: Path) -> None:
+    """A flat name -> tensor mapping (e.g. a gathered full state dict) as one safetensors file."""
+    save_file({k: v.detach().cpu().contiguous() for k, v in tensors.items()}, str(path))
+
+
+def load_tensors(path: Path) -> dict[str, torch.Tensor]:
+    if not path.is_file():
+        raise FileNotFoundError(f"checkpoint is missing {path}")
+    return load_file(str(path))
+
+
 def save_module(module: nn.Module, path: Path) -> None:
     save_model(module, str(path))
 

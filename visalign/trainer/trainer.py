@@ -27,7 +27,7 @@ from ..core.policy import Policy
 from ..core.prompts import PromptSource
 from ..core.reward import Reward
 from ..core.types import PromptBatch, Rollout
-from . import state as ckpt
+from . import sharding, state as ckpt
 from .callbacks import TrainerCallback
 from .config import TrainerConfig
 from .lock import RunLock
@@ -149,11 +149,14 @@ class Trainer:
         if reference is None and algorithm.needs_reference:
             reference = policy.frozen_copy()
         self.reference = reference.to(self.accelerator.device) if reference is not None else None
+        if cfg.gradient_checkpointing:
+            self.policy.enable_gradient_checkpointing()
+        self.shard_units = self._shard()
         self.ctx = TrainContext(self.policy, self.reference, reward, self.accelerator.device, autocast=self.accelerator.autocast)
         algorithm.setup(self.ctx)
 
         self.trained = self._optimised(policy.trainable_module(), cfg.learning_rate, cfg.weight_decay, tuple(cfg.adam_betas),
-                                       cfg.max_grad_norm, cfg.ema_decay, "the policy")
+                                       cfg.max_grad_norm, cfg.ema_decay, "the policy", prepare=not self.shard_units)
         self.owned = {name: self._optimised(spec.module.to(self.accelerator.device), spec.learning_rate, spec.weight_decay,
                                             tuple(spec.betas), spec.max_grad_norm, spec.ema_decay, f"owned model {name!r}")
                       for name, spec in algorithm.owned_models().items()}
@@ -167,7 +170,7 @@ class Trainer:
             self.load_checkpoint(self._resolve_checkpoint(cfg.resume_from))
 
     def _optimised(self, module: nn.Module, lr: float, weight_decay: float, betas: tuple[float, float],
-                   max_grad_norm: float | None, ema_decay: float | None, what: str) -> TrainedModel:
+                   max_grad_norm: float | None, ema_decay: float | None, what: str, prepare: bool = True) -> TrainedModel:
         cfg = self.config
         params = [p for p in module.parameters() if p.requires_grad]
         if not params:
@@ -179,7 +182,8 @@ class Trainer:
             from diffusers.training_utils import EMAModel
 
             ema = EMAModel(params, decay=ema_decay)
-        return TrainedModel(module, params, self.accelerator.prepare(optimizer), scheduler, max_grad_norm, ema, ema_decay)
+        return TrainedModel(module, params, self.accelerator.prepare(optimizer) if prepare else optimizer, scheduler, max_grad_norm,
+                            ema, ema_decay)
 
     def _check_output_dir(self) -> None:
         """Refuse an output folder that cannot be written, or that holds files while neither resuming nor overwriting.
@@ -199,6 +203,42 @@ class Trainer:
                 f"trainer.output_dir {out} is not empty ({shown}); continue that run with trainer.resume_from=latest, "
                 "write over it with trainer.overwrite=true (visalign train --overwrite), or choose another folder")
         self.accelerator.wait_for_everyone()
+
+    def _shard(self) -> list[nn.Module]:
+        """FSDP2-shard the policy when ``trainer.sharding`` asks for it (see :mod:`visalign.trainer.sharding`);
+        returns the sharded units (none: gradients are all-reduced explicitly)."""
+        from accelerate.utils import DistributedType
+
+        cfg, acc = self.config, self.accelerator
+        if acc.distributed_type == DistributedType.DEEPSPEED:
+            raise ConfigError("the Trainer does not drive a DeepSpeed engine (objectives call several policy methods, "
+                              "not one forward); launch with configs/accelerate/fsdp_full_shard.yaml or a DDP config")
+        # accelerate turns an FSDP launch into MULTI_CPU on CPU; the launcher's flag still says what was asked for
+        fsdp_launch = acc.distributed_type == DistributedType.FSDP or os.environ.get("ACCELERATE_USE_FSDP", "").lower() in ("1", "true")
+        wanted = cfg.sharding == "fsdp" or (cfg.sharding == "auto" and fsdp_launch)
+        if not wanted or acc.num_processes == 1:
+            return []
+        if cfg.ema_decay:
+            raise ConfigError("trainer.ema_decay is not supported with FSDP sharding (trainer.sharding); unset one of them")
+        self._export_copy = self.policy.frozen_copy().cpu() if acc.is_main_process else None
+        return sharding.shard_policy(self.policy, acc.device, acc.num_processes, cfg.mixed_precision)
+
+    def _export(self, path: Path) -> None:
+        """``save_pretrained`` of the policy (EMA weights if enabled) into a temporary folder renamed onto ``path``;
+        when sharded, the gathered full weights are loaded into an unsharded CPU copy kept on rank 0 for this
+        (collective)."""
+        tmp = path.with_name(f".tmp_{path.name}")
+        state = sharding.full_model_state(self.policy) if self.shard_units else None
+        if not self.accelerator.is_main_process:
+            return
+        shutil.rmtree(tmp, ignore_errors=True)
+        if state is None:
+            with self.trained.ema_swap():
+                self.policy.save_pretrained(tmp)
+        else:
+            self._export_copy.load_state_dict(state)
+            self._export_copy.save_pretrained(tmp)
+        ckpt.publish(tmp, path)
 
     @property
     def params(self) -> list[nn.Parameter]:
@@ -257,12 +297,8 @@ class Trainer:
             if cfg.save_every and self.step % cfg.save_every == 0:
                 self.save_checkpoint()
         summary = self._evaluate(tag="after")
+        self._export(self.output_dir / "final")
         if acc.is_main_process:
-            final, tmp = self.output_dir / "final", self.output_dir / ".tmp_final"
-            shutil.rmtree(tmp, ignore_errors=True)
-            with self.trained.ema_swap():
-                self.policy.save_pretrained(tmp)
-            ckpt.publish(tmp, final)
             plot_reward_curve(self.history, self.output_dir / "reward_curve.png")
             (self.output_dir / "summary.json").write_text(json.dumps(summary, indent=2))
         acc.wait_for_everyone()
@@ -317,10 +353,14 @@ class Trainer:
         self.accelerator.backward(loss * scale)
 
     def _update(self, model: TrainedModel, metrics: dict[str, list[float]], norm_key: str) -> None:
-        """Sync gradients across ranks, clip, step, clear, and update the EMA."""
-        self._all_reduce_grads(model.params)
+        """Sync gradients across ranks (FSDP already reduce-scattered a sharded policy's), clip, step, clear, and
+        update the EMA."""
+        sharded = bool(self.shard_units) and model is self.trained
+        if not sharded:
+            self._all_reduce_grads(model.params)
         if model.max_grad_norm:
-            norm = self.accelerator.clip_grad_norm_(model.params, model.max_grad_norm)
+            clip = torch.nn.utils.clip_grad_norm_ if sharded else self.accelerator.clip_grad_norm_
+            norm = clip(model.params, model.max_grad_norm)
             metrics.setdefault(norm_key, []).append(float(norm))
         model.optimizer.step()
         model.optimizer.zero_grad(set_to_none=True)
@@ -434,6 +474,10 @@ class Trainer:
         path = Path(path) if path else self.output_dir / "checkpoints" / f"step_{self.step:06d}"
         tmp = path.with_name(f".tmp_{path.name}")
         acc.wait_for_everyone()
+        gathered = {}
+        if self.shard_units:  # collective: every rank gathers, rank 0 writes
+            gathered = {"policy": sharding.full_model_state(self.policy),
+                        "optimizer": sharding.full_optimizer_state(self.trained.module, self.trained.optimizer)}
         if acc.is_main_process:
             shutil.rmtree(tmp, ignore_errors=True)
             tmp.mkdir(parents=True)
@@ -441,7 +485,7 @@ class Trainer:
         ckpt.save_state_dict(ckpt.rng_state(), tmp / f"rng_{acc.process_index}")
         acc.wait_for_everyone()
         if acc.is_main_process:
-            self._write_checkpoint_files(tmp)
+            self._write_checkpoint_files(tmp, gathered)
             ckpt.seal(tmp)
             ckpt.publish(tmp, path)
             ckpt.point_latest(path.parent, path.name)
@@ -451,12 +495,17 @@ class Trainer:
             cb.on_save(self, path)
         return path
 
-    def _write_checkpoint_files(self, folder: Path) -> None:
-        ckpt.save_module(self.policy, folder / "policy.safetensors")
+    def _write_checkpoint_files(self, folder: Path, gathered: dict[str, Any]) -> None:
+        """Every file of a checkpoint; ``gathered`` holds the sharded policy's full model and optimizer states."""
+        if gathered:
+            ckpt.save_tensors(gathered["policy"], folder / "policy.safetensors")
+        else:
+            ckpt.save_module(self.policy, folder / "policy.safetensors")
         for prefix, model in self._models().items():
             if prefix:
                 ckpt.save_module(model.module, folder / f"{prefix}model.safetensors")
-            ckpt.save_state_dict(model.optimizer.state_dict(), folder / f"{prefix}optimizer")
+            optimizer_state = gathered["optimizer"] if gathered and not prefix else model.optimizer.state_dict()
+            ckpt.save_state_dict(optimizer_state, folder / f"{prefix}optimizer")
             ckpt.write_json(model.scheduler.state_dict(), folder / f"{prefix}scheduler.json")
             if model.ema is not None:
                 ckpt.save_state_dict(model.ema.state_dict(), folder / f"{prefix}ema")
@@ -481,7 +530,10 @@ class Trainer:
         if not rng_file.with_suffix(".json").is_file():
             raise CheckpointError(f"checkpoint {path} has no RNG state for process {self.accelerator.process_index} "
                                   f"(it was saved by {info.get('processes')} process(es); resume with as many)")
-        ckpt.load_module(self.policy, path / "policy.safetensors")
+        if self.shard_units:
+            sharding.load_full_model_state(self.policy, ckpt.load_tensors(path / "policy.safetensors"))
+        else:
+            ckpt.load_module(self.policy, path / "policy.safetensors")
         for prefix, model in self._models().items():
             if prefix:
                 ckpt.load_module(model.module, path / f"{prefix}model.safetensors")
@@ -542,7 +594,11 @@ class Trainer:
         they differ from the checkpoint's (with a warning): the new settings win, as for every optimiser setting."""
         groups = model.optimizer.param_groups
         wanted = [{"initial_lr": g["initial_lr"], "weight_decay": g["weight_decay"], "betas": tuple(g["betas"])} for g in groups]
-        model.optimizer.load_state_dict(ckpt.load_state_dict(path / f"{prefix}optimizer"))
+        optimizer_state = ckpt.load_state_dict(path / f"{prefix}optimizer")
+        if self.shard_units and not prefix:
+            sharding.load_full_optimizer_state(model.module, model.optimizer, optimizer_state)
+        else:
+            model.optimizer.load_state_dict(optimizer_state)
         model.scheduler.load_state_dict(read_json(path / f"{prefix}scheduler.json", "checkpoint file"))
         label = self._model_label(prefix)
         for i, (group, new) in enumerate(zip(model.optimizer.param_groups, wanted)):
