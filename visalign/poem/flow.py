@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Sequence
 import torch
 from torch import nn
 
-from ..core.config import ConfigError, check
+from ..core.config import ConfigError, check, option
 from ..core.generator import CONFIG_FILE, Generator, load_generator, register_generator
 from ..core.flow import FlowModel, SDETrajectory, gaussian_log_prob, sde_step_stats
 
@@ -28,13 +28,15 @@ class ComposedFlowConfig:
     (``S = 1`` and no ``times`` for constant ĉ; otherwise piecewise-linear in t, constant beyond the ends).
     ``strength``: the decoding strength λ. ``num_steps`` / ``shift``: the sampler's, by default the reference's."""
 
-    reference: str = ""
-    bases: list[str] = field(default_factory=list)
-    coef: list[list[float]] = field(default_factory=list)
-    times: list[float] | None = None
-    strength: float = 1.0
-    num_steps: int | None = None
-    shift: float | None = None
+    reference: str = option("", "checkpoint folder of the reference flow generator")
+    bases: list[str] = option(help="checkpoint folders of the tuned basis generators (one architecture)",
+                              factory=list)
+    coef: list[list[float]] = option(help="[S][K] coefficients ĉ, one row per noise level in times (one row: constant)",
+                                     factory=list)
+    times: list[float] | None = option(None, "increasing noise levels in [0, 1] of the coef rows; null with one row")
+    strength: float = option(1.0, "decoding strength λ multiplying every coefficient")
+    num_steps: int | None = option(None, "sampling steps; null: the reference's")
+    shift: float | None = option(None, "timestep shift of the schedule; null: the reference's")
 
     def __post_init__(self) -> None:
         check(bool(self.coef) and all(len(row) == len(self.coef[0]) for row in self.coef),
