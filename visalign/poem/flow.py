@@ -9,7 +9,7 @@ checkpoints; composing LoRA adapters of one base (one forward per adapter on sha
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Sequence
 
