@@ -30,7 +30,7 @@ from visalign.algorithms.core_coevolve import CoRe, CoReConfig
 from visalign.core import Unconditional
 from visalign.core.generator import load_generator
 from visalign.generators.tiny import TinyFlowConfig, TinyFlowGenerator
-from visalign.rewards.latent import (LRMTrainingConfig, LatentRewardConfig, PreferencePairs, build_lrm, save_lrm,
+from visalign.rewards.latent import (LRMTrainingConfig, LatentRewardConfig, LatentPairs, build_lrm, save_lrm,
                                      save_pairs, train_lrm)
 from visalign.rewards.smooth_images import SmoothImageJudge
 from visalign.toys.pretrain import pretrain_flow
@@ -56,7 +56,7 @@ def prepare(out: Path, args: argparse.Namespace) -> dict[str, str]:
         g = torch.Generator().manual_seed(1)
         a, b = data.sample(args.pairs, g), data.sample(args.pairs, g)
         first = (judge.data.judge(a) >= judge.data.judge(b))[:, None, None, None]
-        save_pairs(PreferencePairs(torch.where(first, a, b), torch.where(first, b, a), [""] * args.pairs,
+        save_pairs(LatentPairs(torch.where(first, a, b), torch.where(first, b, a), [""] * args.pairs,
                                    judge="smooth_image_judge"), pairs_file)
     if not (lrm_dir / "lrm.json").is_file():
         print(f"training the {args.lrm_kind} latent reward model ...", flush=True)
@@ -109,15 +109,15 @@ def main() -> None:
     parser.add_argument("--out", default="runs/core_images")
     parser.add_argument("--arms", nargs="*", default=list(ARMS), choices=ARMS)
     parser.add_argument("--seeds", nargs="*", type=int, default=[0, 1, 2])
-    parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--eval-every", type=int, default=20)
     parser.add_argument("--eval-batch", type=int, default=128)
     parser.add_argument("--batch", type=int, default=16, help="generator samples per step")
-    parser.add_argument("--lr", type=float, default=3e-4)
+    parser.add_argument("--lr", type=float, default=5e-5)
     parser.add_argument("--kl-weight", type=float, default=1.0)
-    parser.add_argument("--every", type=int, default=10, help="M")
-    parser.add_argument("--lrm-steps", type=int, default=20, help="k")
-    parser.add_argument("--gen-weight", type=float, default=1.0, help="λ_gen")
+    parser.add_argument("--every", type=int, default=5, help="M")
+    parser.add_argument("--lrm-steps", type=int, default=10, help="k")
+    parser.add_argument("--gen-weight", type=float, default=0.5, help="λ_gen")
     parser.add_argument("--proximal", type=float, default=0.0, help="μ")
     parser.add_argument("--anchor-weight", type=float, default=1.0, help="a")
     parser.add_argument("--lrm-lr", type=float, default=1e-4, help="LRM learning rate during refits")
@@ -144,10 +144,10 @@ def main() -> None:
             curves.setdefault(arm, []).append(history)
             print(f"{arm:15s} seed {seed}: " + ", ".join(f"{k} {v:.3f}" for k, v in figures.items())
                   + f"  ({time.perf_counter() - start:.0f} s)", flush=True)
-    report(results, curves, out)
+        report(results, curves, out, args)
 
 
-def report(results, curves, out: Path) -> None:
+def report(results, curves, out: Path, args: argparse.Namespace) -> None:
     keys = ["lrm_gain_sd", "judge_base", "judge_peak", "judge_end", "escape_end_x", "spearman_second_half"]
     print("\n| arm | " + " | ".join(keys) + " |\n|" + "---|" * (len(keys) + 1))
     for arm, rows in results.items():
@@ -170,8 +170,9 @@ def report(results, curves, out: Path) -> None:
     print()
     for name, passed in checks.items():
         print(f"{name}: {sum(passed)}/{len(passed)} seeds")
-    (out / "results.json").write_text(json.dumps({"arms": results, "checks": checks}, indent=2))
+    (out / "results.json").write_text(json.dumps({"arms": results, "checks": checks, "args": vars(args)}, indent=2))
     plot_curves(curves, out / "curves.png")
+    sample_sheet(out, list(results), args.seeds[0])
 
 
 def plot_curves(curves, path: Path) -> None:
@@ -197,6 +198,26 @@ def plot_curves(curves, path: Path) -> None:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     print(f"wrote {path}")
+
+
+def sample_sheet(out: Path, arms: list[str], seed: int) -> None:
+    """Base samples, then each arm's final samples (same eval noise), one labelled row each."""
+    from PIL import Image, ImageDraw
+
+    rows = [("base", out / arms[0] / f"seed{seed}" / "samples" / "before.png")]
+    rows += [(arm, out / arm / f"seed{seed}" / "samples" / "after.png") for arm in arms]
+    images = [(name, Image.open(path).convert("RGB")) for name, path in rows if path.is_file()]
+    if not images:
+        return
+    crop = [(name, im.crop((0, 0, im.width, min(im.height, im.width // 8 * 2)))) for name, im in images]
+    label = 110
+    sheet = Image.new("RGB", (label + max(im.width for _, im in crop), sum(im.height for _, im in crop)), "white")
+    y = 0
+    for name, im in crop:
+        sheet.paste(im, (label, y))
+        ImageDraw.Draw(sheet).text((5, y + im.height // 2 - 5), name, fill="black")
+        y += im.height
+    sheet.save(out / "samples.png")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ from visalign.algorithms.core_coevolve import CoRe, CoReConfig, knn_distance
 from visalign.core import Unconditional
 from visalign.core.config import ConfigError
 from visalign.generators.tiny import TinyFlowConfig, TinyFlowGenerator
-from visalign.rewards.latent import LatentRewardConfig, PreferencePairs, build_lrm, save_lrm, save_pairs
+from visalign.rewards.latent import LatentRewardConfig, LatentPairs, build_lrm, save_lrm, save_pairs
 from visalign.rewards.smooth_images import SmoothImageJudge
 from visalign.toys.smooth_images import SmoothImages
 from visalign.trainer import Trainer, TrainerConfig
@@ -22,7 +22,7 @@ def files(tmp_path_factory):
     g = torch.Generator().manual_seed(0)
     a, b = data.sample(64, g), data.sample(64, g)
     first = (data.judge(a) >= data.judge(b))[:, None, None, None]
-    save_pairs(PreferencePairs(torch.where(first, a, b), torch.where(first, b, a), [""] * 64, "smooth_image_judge"),
+    save_pairs(LatentPairs(torch.where(first, a, b), torch.where(first, b, a), [""] * 64, "smooth_image_judge"),
                root / "pairs.safetensors")
     torch.manual_seed(0)
     save_lrm(build_lrm(LatentRewardConfig(latent_shape=[3, 8, 8], hidden=16, layers=1)), root / "lrm")
@@ -146,3 +146,37 @@ def test_exact_resume_of_generator_and_lrm(files, tmp_path):
         torch.testing.assert_close(p, q, rtol=0, atol=0)
     keys = ("loss", "lrm/loss", "eval/lrm_current")
     assert [{k: h[k] for k in keys if k in h} for h in straight.history] == [{k: h[k] for k in keys if k in h} for h in resumed.history]
+
+
+def test_yaml_config_trains_through_the_cli(files, tmp_path, monkeypatch, capsys):
+    import json
+    from pathlib import Path
+
+    from visalign.cli import main
+
+    root = Path(__file__).resolve().parents[2]
+    monkeypatch.chdir(root)
+    tiny_flow().save_pretrained(tmp_path / "gen")
+    out = tmp_path / "run"
+    rc = main(["train", "configs/core_images.yaml", f"generator.checkpoint={tmp_path / 'gen'}", f"algorithm.lrm={files['lrm']}",
+               f"algorithm.pairs={files['pairs']}", "algorithm.every=1", "algorithm.lrm_steps=1", "algorithm.num_samples=4",
+               "trainer.steps=1", "trainer.eval_batch_size=8", f"trainer.output_dir={out}"])
+    assert rc == 0, capsys.readouterr().err
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert any("lrm/loss" in r for r in records) and any("eval/escape_knn" in r for r in records)
+
+
+def test_backbone_lrm_on_the_generators_own_frozen_block(files, tmp_path):
+    """The PAVRM-style LRM (head on the generator's first block) drives both steps; neither leaks gradient."""
+    gen = tiny_flow()
+    gen.save_pretrained(tmp_path / "gen")
+    lrm = build_lrm(LatentRewardConfig(kind="backbone", generator=str(tmp_path / "gen"), blocks=1, hidden=16), generator=gen)
+    save_lrm(lrm, tmp_path / "lrm")
+    trainer = make_trainer({"lrm": str(tmp_path / "lrm"), "pairs": files["pairs"]}, tmp_path / "run")
+    algo, ctx = trainer.algorithm, trainer.ctx
+    rollout = algo.rollout(ctx, Unconditional().sample(1, torch.Generator()), torch.Generator().manual_seed(3))
+    algo.loss(ctx, rollout)[0].backward()
+    assert all(p.grad is None for p in algo.lrm.parameters())
+    algo.refit_loss(ctx, "lrm", [rollout], 0)[0].backward()
+    assert all(p.grad is None for p in algo.lrm.backbone.parameters())  # the blocks stay frozen
+    assert all(p.grad is not None for p in algo.lrm.head.parameters())

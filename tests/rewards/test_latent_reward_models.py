@@ -8,26 +8,18 @@ import torch
 from visalign.core.config import ConfigError
 from visalign.core.reward import build_reward
 from visalign.generators.tiny import TinyFlowConfig, TinyFlowGenerator
-from visalign.rewards.latent import (LRMTrainingConfig, LatentReward, LatentRewardConfig, PreferencePairs, bradley_terry_loss,
+from visalign.rewards.latent import (LRMTrainingConfig, LatentReward, LatentRewardConfig, LatentPairs, bradley_terry_loss,
                                      build_lrm, load_lrm, load_pairs, noise_pair, pair_accuracy, save_lrm, save_pairs,
                                      thurstone_loss, train_lrm)
 from visalign.toys.smooth_images import SmoothImages
 
 
-@pytest.fixture(autouse=True)
-def single_thread():
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
-
-
-def smooth_pairs(n: int, seed: int = 0) -> PreferencePairs:
+def smooth_pairs(n: int, seed: int = 0) -> LatentPairs:
     data = SmoothImages()
     g = torch.Generator().manual_seed(seed)
     a, b = data.sample(n, g), data.sample(n, g)
     first = (data.judge(a) >= data.judge(b))[:, None, None, None]
-    return PreferencePairs(torch.where(first, a, b), torch.where(first, b, a), [""] * n, "smooth_image_judge")
+    return LatentPairs(torch.where(first, a, b), torch.where(first, b, a), [""] * n, "smooth_image_judge")
 
 
 def test_pair_losses_match_hand_computed_values():
@@ -95,7 +87,7 @@ def test_bad_inputs_have_clear_errors(tmp_path):
     with pytest.raises(ValueError, match="not a readable safetensors"):
         load_pairs(tmp_path / "bad.safetensors")
     with pytest.raises(ValueError, match="NaN"):
-        PreferencePairs(torch.full((2, 3), float("nan")), torch.zeros(2, 3), ["", ""])
+        LatentPairs(torch.full((2, 3), float("nan")), torch.zeros(2, 3), ["", ""])
 
 
 def test_training_from_judge_labelled_pairs_ranks_held_out_pairs(tmp_path):

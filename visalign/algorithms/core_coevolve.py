@@ -211,6 +211,8 @@ class CoRe(Algorithm):
         if cfg.refit == "oracle":
             labels = torch.cat([r.rewards for r in rollouts]).detach().to(device)
             half = gen.shape[0] // 2
+            if half == 0:
+                raise ValueError("core refit=oracle ranks pairs of generated samples: a step needs at least 2 samples")
             first_wins = labels[:half] >= labels[half:2 * half]
             win = torch.where(first_wins[:, None], gen[:half].flatten(1), gen[half:2 * half].flatten(1)).reshape(gen[:half].shape)
             lose = torch.where(first_wins[:, None], gen[half:2 * half].flatten(1), gen[:half].flatten(1)).reshape(gen[:half].shape)
@@ -219,8 +221,7 @@ class CoRe(Algorithm):
             term = pair_loss(cfg.loss, self.lrm(w, t, gen_prompts[:half]), self.lrm(l, t, gen_prompts[:half]))
             loss = loss + cfg.gen_weight * term
             metrics["lrm/oracle_pairs"] = float(term.detach())
-        if cfg.proximal > 0:
-            assert self._previous is not None
+        if cfg.proximal > 0 and self._previous is not None:
             prox = sum((p - q).pow(2).sum() for p, q in zip(params, self._previous))
             loss = loss + cfg.proximal * prox
             metrics["lrm/proximal"] = float(prox.detach())

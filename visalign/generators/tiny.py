@@ -142,9 +142,8 @@ class TinyBackbone(nn.Module):
         if self.kind != "sd3":
             raise ConfigError(f"token features need the 'sd3' backbone (patch tokens); this model uses {self.kind!r}")
         tr = self.transformer
-        if not 1 <= blocks <= len(tr.transformer_blocks) - 1:
-            raise ValueError(f"blocks must be in [1, {len(tr.transformer_blocks) - 1}] (the last block only updates the "
-                             f"prompt stream's input), got {blocks}")
+        if not 1 <= blocks <= len(tr.transformer_blocks):
+            raise ValueError(f"blocks must be in [1, {len(tr.transformer_blocks)}], got {blocks}")
         states, pooled = cond
         dtype = tr.dtype
         hidden = tr.pos_embed(x.to(dtype)).contiguous()

@@ -17,7 +17,7 @@ LRM_WEIGHTS_FILE = "head.safetensors"
 
 
 @dataclass
-class PreferencePairs:
+class LatentPairs:
     """``winners[i]`` is preferred to ``losers[i]`` (latents of one shape) under ``prompts[i]``; ``judge`` names who
     labelled them."""
 
@@ -47,16 +47,16 @@ class PreferencePairs:
         """Every real latent (winners then losers): the LRM's training support."""
         return torch.cat([self.winners, self.losers])
 
-    def split(self, holdout: int) -> tuple["PreferencePairs", "PreferencePairs"]:
+    def split(self, holdout: int) -> tuple["LatentPairs", "LatentPairs"]:
         """The first ``len - holdout`` pairs and the last ``holdout``."""
         n = len(self) - holdout
         if not 0 < n < len(self):
             raise ValueError(f"cannot hold out {holdout} of {len(self)} pairs")
-        return (PreferencePairs(self.winners[:n], self.losers[:n], self.prompts[:n], self.judge),
-                PreferencePairs(self.winners[n:], self.losers[n:], self.prompts[n:], self.judge))
+        return (LatentPairs(self.winners[:n], self.losers[:n], self.prompts[:n], self.judge),
+                LatentPairs(self.winners[n:], self.losers[n:], self.prompts[n:], self.judge))
 
 
-def save_pairs(pairs: PreferencePairs, path: str | Path) -> Path:
+def save_pairs(pairs: LatentPairs, path: str | Path) -> Path:
     from safetensors.torch import save_file
 
     path = Path(path)
@@ -66,7 +66,7 @@ def save_pairs(pairs: PreferencePairs, path: str | Path) -> Path:
     return path
 
 
-def load_pairs(path: str | Path) -> PreferencePairs:
+def load_pairs(path: str | Path) -> LatentPairs:
     from safetensors import SafetensorError, safe_open
 
     path = Path(path)
@@ -82,7 +82,7 @@ def load_pairs(path: str | Path) -> PreferencePairs:
     except (OSError, SafetensorError) as exc:
         raise ValueError(f"preference pairs file {path} is not a readable safetensors file: {exc}") from exc
     prompts = json.loads(meta["prompts"]) if "prompts" in meta else [""] * winners.shape[0]
-    return PreferencePairs(winners, losers, prompts, meta.get("judge", ""))
+    return LatentPairs(winners, losers, prompts, meta.get("judge", ""))
 
 
 def save_lrm(model: LatentRewardModel, path: str | Path, extra: dict | None = None) -> Path:
@@ -112,4 +112,4 @@ def load_lrm(path: str | Path, generator: Generator | None = None) -> LatentRewa
     return model
 
 
-__all__ = ["PreferencePairs", "save_pairs", "load_pairs", "save_lrm", "load_lrm"]
+__all__ = ["LatentPairs", "save_pairs", "load_pairs", "save_lrm", "load_lrm"]

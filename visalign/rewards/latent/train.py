@@ -10,7 +10,7 @@ import torch
 from tqdm.auto import tqdm
 
 from ...core.config import apply_overrides, check, from_dict, load_yaml, option
-from .io import PreferencePairs, load_pairs, save_lrm
+from .io import LatentPairs, load_pairs, save_lrm
 from .losses import PAIR_LOSSES, draw_noise_level, noise_pair, pair_loss
 from .models import LatentRewardConfig, LatentRewardModel, build_lrm
 
@@ -37,7 +37,7 @@ class LRMTrainingConfig:
         check(self.holdout >= 0, f"lrm training holdout must be >= 0, got {self.holdout}")
 
 
-def pair_accuracy(model: LatentRewardModel, pairs: PreferencePairs, t: float, seed: int = 0) -> float:
+def pair_accuracy(model: LatentRewardModel, pairs: LatentPairs, t: float, seed: int = 0) -> float:
     """Fraction of pairs ranked right when both members are noised to ``t`` with one shared ε."""
     g = torch.Generator().manual_seed(seed)
     device = next(model.head.parameters()).device
@@ -48,7 +48,7 @@ def pair_accuracy(model: LatentRewardModel, pairs: PreferencePairs, t: float, se
         return float((model(w, tt, pairs.prompts) > model(l, tt, pairs.prompts)).float().mean())
 
 
-def train_lrm(model: LatentRewardModel, pairs: PreferencePairs, config: LRMTrainingConfig | None = None,
+def train_lrm(model: LatentRewardModel, pairs: LatentPairs, config: LRMTrainingConfig | None = None,
               progress: bool = True) -> dict[str, float]:
     """Fit ``model`` in place; returns the final loss and held-out accuracy at t = 0, 0.25 and 0.5."""
     cfg = config or LRMTrainingConfig()
