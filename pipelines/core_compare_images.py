@@ -87,6 +87,11 @@ def run_arm(arm: str, seed: int, paths: dict[str, str], out: Path, args: argpars
     return [h for h in trainer.history if "eval/reward_mean" in h]
 
 
+def read_history(run: Path) -> list[dict[str, float]]:
+    records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    return [r for r in records if "eval/reward_mean" in r]
+
+
 def spearman(a: np.ndarray, b: np.ndarray) -> float:
     ra, rb = np.argsort(np.argsort(a)), np.argsort(np.argsort(b))
     return float(np.corrcoef(ra, rb)[0, 1]) if len(a) > 2 else float("nan")
@@ -126,10 +131,15 @@ def main() -> None:
     parser.add_argument("--lrm-train-steps", type=int, default=800)
     parser.add_argument("--lrm-kind", default="standalone", choices=["standalone", "backbone"])
     parser.add_argument("--prepare-only", action="store_true")
+    parser.add_argument("--report-only", action="store_true", help="rebuild the table and pictures from the run folders")
     args = parser.parse_args()
     torch.set_num_threads(1)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.report_only:
+        curves = {arm: [read_history(out / arm / f"seed{seed}") for seed in args.seeds] for arm in args.arms}
+        report({arm: [arm_figures(h) for h in runs] for arm, runs in curves.items()}, curves, out, args)
+        return
     paths = prepare(out, args)
     if args.prepare_only:
         return
@@ -181,7 +191,7 @@ def plot_curves(curves, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    panels = [("eval/lrm_original", "LRM reward (original LRM)"), ("eval/reward_mean", "held-out judge"),
+    panels = [("eval/lrm_original", "LRM reward (original LRM)"), ("eval/reward_mean", "held-out judge (symlog scale)"),
               ("eval/escape_knn", "escape: kNN distance / base")]
     fig, axes = plt.subplots(1, 3, figsize=(15, 4))
     for arm, runs in curves.items():
@@ -192,6 +202,8 @@ def plot_curves(curves, path: Path) -> None:
             line, = ax.plot(steps, mean, label=arm)
             ax.fill_between(steps, values.min(0), values.max(0), color=line.get_color(), alpha=0.15)
             ax.set_title(title)
+            if key == "eval/reward_mean":
+                ax.set_yscale("symlog", linthresh=1.0)
             ax.set_xlabel("generator step")
     axes[0].legend()
     fig.tight_layout()
@@ -210,7 +222,8 @@ def sample_sheet(out: Path, arms: list[str], seed: int) -> None:
     if not images:
         return
     crop = [(name, im.crop((0, 0, im.width, min(im.height, im.width // 8 * 2)))) for name, im in images]
-    label = 110
+    crop = [(name, im.resize((im.width // 2, im.height // 2), Image.NEAREST)) for name, im in crop]
+    label = 100
     sheet = Image.new("RGB", (label + max(im.width for _, im in crop), sum(im.height for _, im in crop)), "white")
     y = 0
     for name, im in crop:
