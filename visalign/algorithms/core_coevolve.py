@@ -24,7 +24,7 @@ latents of the LRM's training set.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, Sequence
+from typing import Literal, Sequence
 
 import torch
 from torch.func import functional_call

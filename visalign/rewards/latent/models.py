@@ -4,8 +4,8 @@ either from the frozen early blocks of a generator's own backbone (PAVRM style) 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, Sequence
+from dataclasses import dataclass
+from typing import ClassVar, Sequence
 
 import torch
 from torch import nn
