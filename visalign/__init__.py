@@ -15,7 +15,7 @@ _EXPORTS = {
         "Policy", "Generator", "FlowModel", "AudioVideoFlowModel", "SDETrajectory", "Reward", "Algorithm", "Evaluation", "OwnedModel",
         "TrainContext", "PromptBatch", "Rollout", "PromptSource", "PromptList", "modality_of",
         "Unconditional", "FunctionReward", "WeightedReward", "ConfigError", "register_reward", "register_algorithm",
-        "register_generator", "register_prompt_source", "get_reward", "build_reward", "build_generator",
+        "register_generator", "register_prompt_source", "get_reward", "build_reward", "build_generator", "TokenFeatures",
         "build_algorithm", "build_prompt_source", "load_generator",
     )},
     **{name: "visalign.generators" for name in (
@@ -26,7 +26,11 @@ _EXPORTS = {
     "measure_adapter_step": "visalign.benchmarks.adapter_memory",
     **{name: "visalign.algorithms" for name in (
         "RWTD", "RWTDConfig", "FestDPO", "FestDPOConfig", "RWR", "RWRConfig", "RewardBackprop", "RewardBackpropConfig",
-        "FlowGRPO", "FlowGRPOConfig", "DiffusionNFT", "DiffusionNFTConfig",
+        "FlowGRPO", "FlowGRPOConfig", "DiffusionNFT", "DiffusionNFTConfig", "CoRe", "CoReConfig",
+    )},
+    **{name: "visalign.rewards.latent" for name in (
+        "LatentReward", "LatentRewardConfig", "LatentPairs", "build_lrm", "load_lrm", "save_lrm", "train_lrm",
+        "load_pairs", "save_pairs",
     )},
     **{name: "visalign.trainer" for name in ("Trainer", "TrainerConfig", "TrainerCallback", "SampleCounter")},
     **{name: "visalign.run" for name in ("RunConfig", "load_run_config", "build_trainer")},

@@ -57,6 +57,15 @@ def _cmd_config_help(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_train_reward(args: argparse.Namespace) -> int:
+    import json
+
+    from .rewards.latent.train import main as train_reward
+
+    print(json.dumps(train_reward(args.config, args.overrides), indent=2))
+    return 0
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     config = args.config or DEMO_CONFIG
     if not Path(config).is_file():
@@ -165,6 +174,11 @@ def build_parser() -> argparse.ArgumentParser:
     config_help.add_argument("sections", nargs="*", help="run, trainer, algorithm, generator, an algorithm or generator "
                              "name (e.g. diffusion_nft, tiny_flow) or a YAML run config; none: everything")
     config_help.set_defaults(func=_cmd_config_help)
+
+    train_reward = sub.add_parser("train-reward", help="fit a latent reward model to preference pairs (YAML config)")
+    train_reward.add_argument("config", help="YAML: pairs (safetensors), output_dir, lrm (model keys), training")
+    train_reward.add_argument("overrides", nargs="*", help="overrides such as training.steps=200")
+    train_reward.set_defaults(func=_cmd_train_reward)
 
     demo = sub.add_parser("demo", help="the embedded demo: align the shipped tiny generator on CPU in minutes")
     demo.add_argument("--out", default="runs/demo", help="run folder (default: runs/demo)")

@@ -56,6 +56,15 @@ def broadcast_to(value: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     return value.reshape(-1, *([1] * (like.dim() - 1)))
 
 
+def noise_latents(x0: torch.Tensor, t: torch.Tensor, eps: torch.Tensor) -> torch.Tensor:
+    """The flow-matching forward process ``x_t = (1 - t) x_0 + t ε`` for latents of any shape (``t``: ``[B]``)."""
+    if eps.shape != x0.shape or t.shape != (x0.shape[0],):
+        raise ValueError(f"noise_latents: latents {tuple(x0.shape)} need noise of the same shape and t of shape "
+                         f"({x0.shape[0]},); got noise {tuple(eps.shape)} and t {tuple(t.shape)}")
+    tb = broadcast_to(t.to(x0.dtype), x0)
+    return (1 - tb) * x0 + tb * eps
+
+
 def sde_step_stats(x: torch.Tensor, v: torch.Tensor, sigma: float, sigma_next: float, noise_level: float,
                    sigma_cap: float) -> tuple[torch.Tensor, float]:
     """Mean and std of one Flow-GRPO SDE step ``x_σ -> x_σ'`` given velocity ``v``.
@@ -125,11 +134,16 @@ class FlowModel(Generator):
         return x + (sigma_next - sigma) * v
 
     def sample_latents(self, noise: torch.Tensor, cond: Any = None, num_steps: int | None = None,
-                       grad_steps: int | None = None) -> torch.Tensor:
+                       grad_steps: int | None = None, stop: int | None = None) -> torch.Tensor:
         """Euler ODE from ``noise`` to clean latents; with grad enabled, gradients flow through every step, or only
-        the last ``grad_steps`` (DRaFT-K)."""
+        the last ``grad_steps`` (DRaFT-K). ``stop = k`` takes only the first k steps and returns the intermediate
+        latent at noise level ``sigmas[k]`` (PRFL-style feedback at an intermediate timestep)."""
         sigmas = self.sigmas(num_steps).tolist()
         total = len(sigmas) - 1
+        if stop is not None:
+            if not 0 <= stop <= total:
+                raise ValueError(f"stop must be in [0, {total}] for {total} sampling steps, got {stop}")
+            sigmas, total = sigmas[: stop + 1], stop
         x = noise
         for k, (sigma, sigma_next) in enumerate(zip(sigmas[:-1], sigmas[1:])):
             keep = grad_steps is None or k >= total - grad_steps
@@ -197,11 +211,10 @@ class FlowModel(Generator):
         SFT, reward-weighted regression with per-item ``weights``)."""
         eps = torch.randn(x0.shape, generator=generator).to(x0.device, x0.dtype)
         t = torch.rand((x0.shape[0],), generator=generator).to(x0.device, x0.dtype)
-        tb = broadcast_to(t, x0)
-        error = (self.velocity((1 - tb) * x0 + tb * eps, t, cond) - (eps - x0)).float() ** 2
+        error = (self.velocity(noise_latents(x0, t, eps), t, cond) - (eps - x0)).float() ** 2
         if weights is None:
             return error.mean()
         return (weights * error.flatten(1).mean(1)).sum() / weights.sum()
 
 
-__all__ = ["FlowModel", "SDETrajectory", "flow_sigmas", "sde_step_stats", "gaussian_log_prob", "broadcast_to"]
+__all__ = ["FlowModel", "SDETrajectory", "flow_sigmas", "sde_step_stats", "gaussian_log_prob", "broadcast_to", "noise_latents"]

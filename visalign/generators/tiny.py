@@ -17,9 +17,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..core.config import check, option
+from ..core.config import ConfigError, check, option
 from ..core.generator import Generator, register_generator
 from ..core.flow import FlowModel
+from ..core.latent import TokenFeatures
 from .text_encoder import TinyTextEncoder
 
 TextCond = tuple[torch.Tensor, torch.Tensor]
@@ -138,6 +139,22 @@ class TinyBackbone(nn.Module):
     def denoiser(self) -> nn.Module:
         return self.unet if self.kind == "unet" else self.transformer
 
+    def token_features(self, x: torch.Tensor, timestep: torch.Tensor, cond: TextCond, blocks: int) -> torch.Tensor:
+        """Image tokens ``[B, N, D]`` after the first ``blocks`` joint-attention blocks (``sd3`` backbone only)."""
+        if self.kind != "sd3":
+            raise ConfigError(f"token features need the 'sd3' backbone (patch tokens); this model uses {self.kind!r}")
+        tr = self.transformer
+        if not 1 <= blocks <= len(tr.transformer_blocks):
+            raise ValueError(f"blocks must be in [1, {len(tr.transformer_blocks)}], got {blocks}")
+        states, pooled = cond
+        dtype = tr.dtype
+        hidden = tr.pos_embed(x.to(dtype)).contiguous()
+        temb = tr.time_text_embed(timestep.to(dtype), pooled.to(dtype))
+        context = tr.context_embedder(states.to(dtype))
+        for block in tr.transformer_blocks[:blocks]:
+            context, hidden = block(hidden_states=hidden, encoder_hidden_states=context, temb=temb)
+        return hidden
+
     def encode(self, prompts: Sequence[str]) -> TextCond:
         return self.text_encoder(list(prompts))
 
@@ -200,8 +217,9 @@ class TinyOneStepGenerator(_TinyImageMixin, Generator):
 
 
 @register_generator("tiny_flow")
-class TinyFlowGenerator(_TinyImageMixin, FlowModel):
-    """Few-step flow-matching generator; velocity from the tiny backbone at timestep ``t·1000``; samples clamped to [-1, 1]."""
+class TinyFlowGenerator(_TinyImageMixin, FlowModel, TokenFeatures):
+    """Few-step flow-matching generator; velocity from the tiny backbone at timestep ``t·1000``; samples clamped to [-1, 1].
+    With the ``sd3`` backbone its early blocks give patch tokens for a latent reward model (:class:`TokenFeatures`)."""
 
     kind: ClassVar[str] = "few_step"
     config_class = TinyFlowConfig
@@ -218,3 +236,12 @@ class TinyFlowGenerator(_TinyImageMixin, FlowModel):
 
     def decode(self, latents: torch.Tensor) -> torch.Tensor:
         return latents.clamp(-1.0, 1.0)
+
+    def token_features(self, latents: torch.Tensor, t: torch.Tensor, cond: Any, blocks: int) -> torch.Tensor:
+        return self.backbone.token_features(latents, t * 1000.0, self._cond(cond, latents.shape[0]), blocks)
+
+    def token_dim(self) -> int:
+        return self.config.heads * self.config.head_dim
+
+    def num_blocks(self) -> int:
+        return self.config.layers

@@ -1,6 +1,8 @@
 """Built-in rewards (registered by name): image statistics, CLIP score, PickScore, HPS v2.1, ImageReward, the LAION
-aesthetic predictor, OCR, VLM judges, remote rewards, multi-reward sums, VVR verifiers, analytic toy rewards."""
-from . import aesthetic, clip, hps, image_reward, image_stats, multi, ocr, pickscore, remote, toy, vlm_judge, vvr
+aesthetic predictor, OCR, VLM judges, remote rewards, multi-reward sums, VVR verifiers, latent reward models, the smooth-image judge, analytic toy
+rewards."""
+from . import (aesthetic, clip, hps, image_reward, image_stats, latent, multi, ocr, pickscore, remote, smooth_images, toy,
+               vlm_judge, vvr)
 from .aesthetic import LaionAesthetic
 from .clip import CLIPScore
 from .hps import HPSv2
@@ -11,6 +13,6 @@ from .pickscore import PickScore
 from .remote import RemoteReward, RemoteRewardError
 from .vlm_judge import VLMJudge
 
-__all__ = ["aesthetic", "clip", "hps", "image_reward", "image_stats", "multi", "ocr", "pickscore", "remote", "toy",
+__all__ = ["aesthetic", "clip", "hps", "image_reward", "image_stats", "multi", "ocr", "pickscore", "remote", "toy", "latent", "smooth_images",
            "vlm_judge", "vvr", "CLIPScore", "HPSv2", "ImageReward", "LaionAesthetic", "MultiReward", "OCRReward",
            "PickScore", "RemoteReward", "RemoteRewardError", "VLMJudge", "normalize_then_sum", "sum_then_normalize"]

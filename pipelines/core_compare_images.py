@@ -1,0 +1,237 @@
+"""CoRe vs a fixed latent reward model on tiny images: is the fixed LRM hacked, and does co-evolving it prevent that?
+
+Preparation (cached in ``--out``): synthetic "real" images with a known density (``visalign.toys.smooth_images``), a
+tiny flow generator (``tiny_flow``, SD3 blocks, 8 px, 4 Euler steps) pretrained on them by flow matching, real
+preference pairs labelled by the deterministic smooth-image judge (which the generator never optimises), and a
+standalone latent reward model fitted to those pairs at random noise levels (``--lrm-kind backbone`` puts its head on
+the generator's frozen first block instead).
+
+Arms, all with the same PRFL generator step and budget: ``fixed`` (the LRM never changes), ``core`` (anchor + real vs
+generated), ``anchor_only``, ``generator_only`` and ``oracle`` (anchor + fresh samples ranked by the judge), each over
+``--seeds``. Printed per arm (mean ± sd over seeds): LRM reward gain in initial standard deviations (original LRM),
+held-out judge (base, peak, end), escape (kNN distance to the LRM's training images, as a multiple of the base
+model's), Spearman(LRM, judge) over the second half of evaluations, and the issue's pass/fail checks; writes
+``curves.png``, ``samples.png`` and ``results.json``.
+
+    python pipelines/core_compare_images.py --out runs/core_images             # 5 arms x 3 seeds
+    python pipelines/core_compare_images.py --arms fixed core --seeds 0        # a quick look
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from visalign.algorithms.core_coevolve import CoRe, CoReConfig
+from visalign.core import Unconditional
+from visalign.core.generator import load_generator
+from visalign.generators.tiny import TinyFlowConfig, TinyFlowGenerator
+from visalign.rewards.latent import (LRMTrainingConfig, LatentRewardConfig, LatentPairs, build_lrm, save_lrm,
+                                     save_pairs, train_lrm)
+from visalign.rewards.smooth_images import SmoothImageJudge
+from visalign.toys.pretrain import pretrain_flow
+from visalign.toys.smooth_images import SmoothImages
+from visalign.trainer import Trainer, TrainerConfig
+
+ARMS = ("fixed", "core", "anchor_only", "generator_only", "oracle")
+REFIT = {"fixed": "none", "core": "core", "anchor_only": "anchor_only", "generator_only": "generator_only", "oracle": "oracle"}
+
+
+def prepare(out: Path, args: argparse.Namespace) -> dict[str, str]:
+    """Base generator, real preference pairs and the LRM (reused when already in ``out``)."""
+    data, judge = SmoothImages(), SmoothImageJudge()
+    base, pairs_file, lrm_dir = out / "base_generator", out / "pairs.safetensors", out / f"lrm_{args.lrm_kind}"
+    if not (base / "generator.json").is_file():
+        print("pretraining the base generator on smooth images ...", flush=True)
+        torch.manual_seed(0)
+        gen = TinyFlowGenerator(TinyFlowConfig(image_size=8, patch_size=2, layers=2, heads=2, head_dim=32, num_steps=4))
+        losses = pretrain_flow(gen, lambda n, g: data.sample(n, g), steps=args.pretrain_steps, batch_size=64, lr=2e-3)
+        print(f"  flow-matching loss {np.mean(losses[:20]):.3f} -> {np.mean(losses[-50:]):.3f}")
+        gen.save_pretrained(base)
+    if not pairs_file.is_file():
+        g = torch.Generator().manual_seed(1)
+        a, b = data.sample(args.pairs, g), data.sample(args.pairs, g)
+        first = (judge.data.judge(a) >= judge.data.judge(b))[:, None, None, None]
+        save_pairs(LatentPairs(torch.where(first, a, b), torch.where(first, b, a), [""] * args.pairs,
+                                   judge="smooth_image_judge"), pairs_file)
+    if not (lrm_dir / "lrm.json").is_file():
+        print(f"training the {args.lrm_kind} latent reward model ...", flush=True)
+        from visalign.rewards.latent import load_pairs
+
+        pairs = load_pairs(pairs_file)
+        torch.manual_seed(0)
+        cfg = LatentRewardConfig(kind=args.lrm_kind, latent_shape=pairs.latent_shape,
+                                 generator=str(base) if args.lrm_kind == "backbone" else None)
+        model = build_lrm(cfg)
+        metrics = train_lrm(model, pairs, LRMTrainingConfig(steps=args.lrm_train_steps), progress=False)
+        print("  " + ", ".join(f"{k} {v:.3f}" for k, v in metrics.items()))
+        save_lrm(model, lrm_dir, {"training": metrics, "judge": "smooth_image_judge"})
+    return {"base": str(base), "pairs": str(pairs_file), "lrm": str(lrm_dir)}
+
+
+def run_arm(arm: str, seed: int, paths: dict[str, str], out: Path, args: argparse.Namespace) -> list[dict[str, float]]:
+    policy = load_generator(paths["base"])
+    algorithm = CoRe(CoReConfig(lrm=paths["lrm"], pairs=paths["pairs"], refit=REFIT[arm], every=args.every,
+                                lrm_steps=args.lrm_steps, gen_weight=args.gen_weight,
+                                proximal=args.proximal, num_samples=args.batch, kl_weight=args.kl_weight,
+                                lrm_learning_rate=args.lrm_lr, anchor_weight=args.anchor_weight))
+    cfg = TrainerConfig(steps=args.steps, prompts_per_step=1, learning_rate=args.lr, eval_every=args.eval_every,
+                        eval_batch_size=args.eval_batch, seed=seed, log_with=[], progress=False,
+                        output_dir=str(out / arm / f"seed{seed}"))
+    trainer = Trainer(policy, algorithm, SmoothImageJudge(), Unconditional(), cfg)
+    trainer.train()
+    return [h for h in trainer.history if "eval/reward_mean" in h]
+
+
+def read_history(run: Path) -> list[dict[str, float]]:
+    records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    return [r for r in records if "eval/reward_mean" in r]
+
+
+def spearman(a: np.ndarray, b: np.ndarray) -> float:
+    ra, rb = np.argsort(np.argsort(a)), np.argsort(np.argsort(b))
+    return float(np.corrcoef(ra, rb)[0, 1]) if len(a) > 2 else float("nan")
+
+
+def arm_figures(history: list[dict[str, float]]) -> dict[str, float]:
+    lrm = np.array([h["eval/lrm_original"] for h in history])
+    judge = np.array([h["eval/reward_mean"] for h in history])
+    escape = np.array([h["eval/escape_knn"] for h in history])
+    half = len(history) // 2
+    return {"lrm_gain_sd": float((lrm[-1] - lrm[0]) / history[0]["eval/lrm_original_std"]),
+            "lrm_current_end": history[-1]["eval/lrm_current"],
+            "judge_base": float(judge[0]), "judge_peak": float(judge.max()), "judge_end": float(judge[-1]),
+            "escape_end_x": float(escape[-1] / escape[0]), "escape_max_x": float(escape.max() / escape[0]),
+            "spearman_second_half": spearman(lrm[half:], judge[half:])}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", default="runs/core_images")
+    parser.add_argument("--arms", nargs="*", default=list(ARMS), choices=ARMS)
+    parser.add_argument("--seeds", nargs="*", type=int, default=[0, 1, 2])
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--eval-every", type=int, default=20)
+    parser.add_argument("--eval-batch", type=int, default=128)
+    parser.add_argument("--batch", type=int, default=16, help="generator samples per step")
+    parser.add_argument("--lr", type=float, default=5e-5)
+    parser.add_argument("--kl-weight", type=float, default=1.0)
+    parser.add_argument("--every", type=int, default=5, help="M")
+    parser.add_argument("--lrm-steps", type=int, default=10, help="k")
+    parser.add_argument("--gen-weight", type=float, default=0.5, help="λ_gen")
+    parser.add_argument("--proximal", type=float, default=0.0, help="μ")
+    parser.add_argument("--anchor-weight", type=float, default=1.0, help="a")
+    parser.add_argument("--lrm-lr", type=float, default=1e-4, help="LRM learning rate during refits")
+    parser.add_argument("--pairs", type=int, default=4096)
+    parser.add_argument("--pretrain-steps", type=int, default=1000)
+    parser.add_argument("--lrm-train-steps", type=int, default=800)
+    parser.add_argument("--lrm-kind", default="standalone", choices=["standalone", "backbone"])
+    parser.add_argument("--prepare-only", action="store_true")
+    parser.add_argument("--report-only", action="store_true", help="rebuild the table and pictures from the run folders")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if args.report_only:
+        curves = {arm: [read_history(out / arm / f"seed{seed}") for seed in args.seeds] for arm in args.arms}
+        report({arm: [arm_figures(h) for h in runs] for arm, runs in curves.items()}, curves, out, args)
+        return
+    paths = prepare(out, args)
+    if args.prepare_only:
+        return
+    results: dict[str, list[dict[str, float]]] = {}
+    curves: dict[str, list[list[dict[str, float]]]] = {}
+    for arm in args.arms:
+        for seed in args.seeds:
+            start = time.perf_counter()
+            history = run_arm(arm, seed, paths, out, args)
+            figures = arm_figures(history)
+            results.setdefault(arm, []).append(figures)
+            curves.setdefault(arm, []).append(history)
+            print(f"{arm:15s} seed {seed}: " + ", ".join(f"{k} {v:.3f}" for k, v in figures.items())
+                  + f"  ({time.perf_counter() - start:.0f} s)", flush=True)
+        report(results, curves, out, args)
+
+
+def report(results, curves, out: Path, args: argparse.Namespace) -> None:
+    keys = ["lrm_gain_sd", "judge_base", "judge_peak", "judge_end", "escape_end_x", "spearman_second_half"]
+    print("\n| arm | " + " | ".join(keys) + " |\n|" + "---|" * (len(keys) + 1))
+    for arm, rows in results.items():
+        cells = [f"{np.mean([r[k] for r in rows]):.3f} ± {np.std([r[k] for r in rows]):.3f}" for k in keys]
+        print(f"| {arm} | " + " | ".join(cells) + " |")
+    checks = {}
+    if "fixed" in results:
+        fx = results["fixed"]
+        checks["fixed: LRM gain >= 2 initial SD"] = [r["lrm_gain_sd"] >= 2 for r in fx]
+        checks["fixed: judge peaks above base then ends below base"] = [r["judge_peak"] > r["judge_base"] > r["judge_end"] for r in fx]
+        checks["fixed: escape >= 3x"] = [r["escape_end_x"] >= 3 for r in fx]
+        checks["fixed: Spearman(LRM, judge) second half < 0"] = [r["spearman_second_half"] < 0 for r in fx]
+        if "core" in results:
+            for i, (c, f) in enumerate(zip(results["core"], fx)):
+                checks.setdefault("core: judge end >= base + 20% of fixed peak gain", []).append(
+                    c["judge_end"] >= c["judge_base"] + 0.2 * (f["judge_peak"] - f["judge_base"]))
+            checks["core: judge end >= 0.9 x own best (gains)"] = [
+                c["judge_end"] - c["judge_base"] >= 0.9 * (c["judge_peak"] - c["judge_base"]) for c in results["core"]]
+            checks["core: escape <= 1.5x"] = [c["escape_end_x"] <= 1.5 for c in results["core"]]
+    print()
+    for name, passed in checks.items():
+        print(f"{name}: {sum(passed)}/{len(passed)} seeds")
+    (out / "results.json").write_text(json.dumps({"arms": results, "checks": checks, "args": vars(args)}, indent=2))
+    plot_curves(curves, out / "curves.png")
+    sample_sheet(out, list(results), args.seeds[0])
+
+
+def plot_curves(curves, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = [("eval/lrm_original", "LRM reward (original LRM)"), ("eval/reward_mean", "held-out judge (symlog scale)"),
+              ("eval/escape_knn", "escape: kNN distance / base")]
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+    for arm, runs in curves.items():
+        steps = [h["step"] for h in runs[0]]
+        for ax, (key, title) in zip(axes, panels):
+            values = np.array([[h[key] / (run[0][key] if key == "eval/escape_knn" else 1) for h in run] for run in runs])
+            mean = values.mean(0)
+            line, = ax.plot(steps, mean, label=arm)
+            ax.fill_between(steps, values.min(0), values.max(0), color=line.get_color(), alpha=0.15)
+            ax.set_title(title)
+            if key == "eval/reward_mean":
+                ax.set_yscale("symlog", linthresh=1.0)
+            ax.set_xlabel("generator step")
+    axes[0].legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    print(f"wrote {path}")
+
+
+def sample_sheet(out: Path, arms: list[str], seed: int) -> None:
+    """Base samples, then each arm's final samples (same eval noise), one labelled row each."""
+    from PIL import Image, ImageDraw
+
+    rows = [("base", out / arms[0] / f"seed{seed}" / "samples" / "before.png")]
+    rows += [(arm, out / arm / f"seed{seed}" / "samples" / "after.png") for arm in arms]
+    images = [(name, Image.open(path).convert("RGB")) for name, path in rows if path.is_file()]
+    if not images:
+        return
+    crop = [(name, im.crop((0, 0, im.width, min(im.height, im.width // 8 * 2)))) for name, im in images]
+    crop = [(name, im.resize((im.width // 2, im.height // 2), Image.NEAREST)) for name, im in crop]
+    label = 100
+    sheet = Image.new("RGB", (label + max(im.width for _, im in crop), sum(im.height for _, im in crop)), "white")
+    y = 0
+    for name, im in crop:
+        sheet.paste(im, (label, y))
+        ImageDraw.Draw(sheet).text((5, y + im.height // 2 - 5), name, fill="black")
+        y += im.height
+    sheet.save(out / "samples.png")
+
+
+if __name__ == "__main__":
+    main()
