@@ -8,7 +8,7 @@ from typing import Any, Sequence
 import torch
 import torch.nn.functional as F
 
-from ..core.reward import Reward, register_reward
+from ..core.reward import Reward, register_reward, require_modality
 from ..core.types import Metadata
 
 CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
@@ -52,7 +52,8 @@ def load_open_clip(model: str = "ViT-B-32", checkpoint: str | Path | None = None
 
 def clip_pixels(samples: torch.Tensor, image_size: int | Sequence[int]) -> torch.Tensor:
     """Images in [-1, 1] -> CLIP input: resized (differentiably) and normalised with CLIP statistics."""
-    if not isinstance(samples, torch.Tensor) or samples.dim() != 4 or samples.shape[1] != 3:
+    require_modality(samples, ("image",), "clip_score")
+    if samples.shape[1] != 3:
         raise ValueError(f"CLIP needs images B×3×H×W in [-1, 1], got {getattr(samples, 'shape', type(samples))}")
     size = tuple(image_size) if isinstance(image_size, (tuple, list)) else (int(image_size),) * 2
     x = (samples.float().clamp(-1, 1) + 1) / 2

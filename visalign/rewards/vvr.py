@@ -5,7 +5,7 @@ from typing import Any, Sequence
 
 import torch
 
-from ..core.reward import Reward, register_reward
+from ..core.reward import Reward, register_reward, require_modality
 from ..core.types import Metadata, Samples
 
 
@@ -54,7 +54,8 @@ class VVRReward(Reward):
     def __call__(self, samples: Samples, prompts: Sequence[str], metadata: Metadata) -> torch.Tensor:
         from ..vvr.verifier import verify
 
-        if not isinstance(samples, torch.Tensor) or samples.dim() != 4 or samples.shape[1] != 3:
+        require_modality(samples, ("image",), "vvr")
+        if samples.shape[1] != 3:
             shape = tuple(samples.shape) if isinstance(samples, torch.Tensor) else type(samples).__name__
             raise ValueError(f"vvr reward needs images B x 3 x H x W in [-1, 1], got {shape}")
         if len(metadata) != samples.shape[0]:
