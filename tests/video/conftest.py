@@ -10,7 +10,7 @@ from visalign.toys.moving_shapes import WorldConfig
 
 SMALL = dict(image_size=8, frames=4, fps=4.0, patch_size=4, width=32, layers=1, heads=2, text_hidden=16, text_layers=1,
              text_heads=2, vocab_buckets=64, max_length=12)
-SMALL_AV = dict(SMALL, sample_rate=256, audio_patch=32)
+SMALL_AV = dict(SMALL, sample_rate=2048, audio_patch=256)
 VIDEO_PROMPTS = ["a red circle bouncing left to right", "a blue square bouncing top to bottom"]
 AV_PROMPTS = ["a red circle bouncing left to right with a high beep", "a green square bouncing bottom to top with a low beep"]
 

@@ -29,8 +29,8 @@ def test_video_shapes_range_and_seeds(name, request):
 def test_av_samples_are_the_audio_video_dict(av_flow):
     x = av_flow.sample(AV_PROMPTS, generator=_seeded(1))
     assert modality_of(x) == "audio_video"
-    assert x["video"].shape == (2, 3, 4, 8, 8) and x["audio"].shape == (2, 1, 256)
-    assert x["sample_rate"] == 256 and x["fps"] == 4.0
+    assert x["video"].shape == (2, 3, 4, 8, 8) and x["audio"].shape == (2, 1, 2048)
+    assert x["sample_rate"] == 2048 and x["fps"] == 4.0
     for part in (x["video"], x["audio"]):
         assert part.min() >= -1 and part.max() <= 1 and part.std() > 0.01
     again = av_flow.sample(AV_PROMPTS, generator=_seeded(1))
@@ -54,7 +54,7 @@ def test_save_load_round_trip_is_exact(name, request, tmp_path):
 def test_av_latent_split_join_and_decode(av_flow):
     x = av_flow.make_noise(3, _seeded())
     parts = av_flow.split_latents(x)
-    assert parts["video"].shape == (3, 3 * 4 * 8 * 8) and parts["audio"].shape == (3, 256)
+    assert parts["video"].shape == (3, 3 * 4 * 8 * 8) and parts["audio"].shape == (3, 2048)
     assert torch.equal(av_flow.join_latents(parts), x)
     decoded = av_flow.decode(x.clamp(-1, 1))
     assert torch.equal(av_flow.encode_samples(decoded), x.clamp(-1, 1))
@@ -100,6 +100,6 @@ def test_bad_configs_name_the_key():
     with pytest.raises(ConfigError, match="patch_size"):
         TinyVideoFlowConfig(**{**SMALL, "patch_size": 3})
     with pytest.raises(ConfigError, match="audio_patch"):
-        TinyAudioVideoConfig(**{**SMALL_AV, "audio_patch": 30})
+        TinyAudioVideoConfig(**{**SMALL_AV, "audio_patch": 300})
     with pytest.raises(ConfigError, match="layerz"):
         build_generator({"name": "tiny_video_flow", "layerz": 2})
