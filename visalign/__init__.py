@@ -22,6 +22,7 @@ _EXPORTS = {
         "ToyOneStepGenerator", "ToyFlowGenerator", "TinyOneStepGenerator", "TinyFlowGenerator",
         "DiffusersPipelineGenerator", "DiffusersFlowModel", "SD3FlowModel", "FluxFlowModel", "SanaFlowModel",
         "SanaSprintFlowModel", "WanFlowModel", "LTX2AudioVideoFlowModel",
+        "TinyVideoOneStepGenerator", "TinyVideoFlowGenerator", "TinyAudioVideoFlowGenerator",
     )},
     "measure_adapter_step": "visalign.benchmarks.adapter_memory",
     **{name: "visalign.algorithms" for name in (

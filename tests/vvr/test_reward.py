@@ -40,7 +40,7 @@ def test_reward_errors_name_the_problem():
     imgs = torch.zeros(2, 3, 32, 32)
     with pytest.raises(ValueError, match=r"metadata\[1\].*t-9"):
         reward(imgs, ["", ""], [VVRPromptSource(0).eval_batch(1).metadata[0], {"task_id": "t-9"}])
-    with pytest.raises(ValueError, match="B x 3 x H x W"):
+    with pytest.raises(ValueError, match=r"shape \(2, 32, 32\) follow no layout"):
         reward(torch.zeros(2, 32, 32), ["", ""], [{}, {}])
 
 

@@ -4,6 +4,9 @@ from .diffusers_flow import (DiffusersFlowConfig, DiffusersFlowModel, FluxFlowMo
 from .diffusers_pipeline import DiffusersConfig, DiffusersPipelineGenerator, LoraReference, load_pipeline
 from .text_encoder import HashingWordTokenizer, TinyTextEncoder
 from .tiny import TinyFlowConfig, TinyFlowGenerator, TinyImageConfig, TinyOneStepConfig, TinyOneStepGenerator
+from .tiny_av import TinyAudioVideoConfig, TinyAudioVideoFlowGenerator
+from .tiny_video import (TinyVideoConfig, TinyVideoFlowConfig, TinyVideoFlowGenerator, TinyVideoOneStepConfig,
+                         TinyVideoOneStepGenerator)
 from .toy import ToyFlowGenerator, ToyOneStepGenerator
 
 __all__ = [
@@ -16,6 +19,13 @@ __all__ = [
     "TinyFlowConfig",
     "TinyOneStepGenerator",
     "TinyFlowGenerator",
+    "TinyVideoConfig",
+    "TinyVideoFlowConfig",
+    "TinyVideoOneStepConfig",
+    "TinyVideoOneStepGenerator",
+    "TinyVideoFlowGenerator",
+    "TinyAudioVideoConfig",
+    "TinyAudioVideoFlowGenerator",
     "DiffusersConfig",
     "DiffusersPipelineGenerator",
     "LoraReference",

@@ -1,8 +1,8 @@
 """Built-in rewards (registered by name): image statistics, CLIP score, PickScore, HPS v2.1, ImageReward, the LAION
 aesthetic predictor, OCR, VLM judges, remote rewards, multi-reward sums, VVR verifiers, latent reward models, the smooth-image judge, analytic toy
-rewards."""
+rewards, video / audio-video world rewards."""
 from . import (aesthetic, clip, hps, image_reward, image_stats, latent, multi, ocr, pickscore, remote, smooth_images, toy,
-               vlm_judge, vvr)
+               video, vlm_judge, vvr)
 from .aesthetic import LaionAesthetic
 from .clip import CLIPScore
 from .hps import HPSv2
@@ -13,6 +13,6 @@ from .pickscore import PickScore
 from .remote import RemoteReward, RemoteRewardError
 from .vlm_judge import VLMJudge
 
-__all__ = ["aesthetic", "clip", "hps", "image_reward", "image_stats", "multi", "ocr", "pickscore", "remote", "toy", "latent", "smooth_images",
+__all__ = ["aesthetic", "clip", "hps", "image_reward", "image_stats", "multi", "ocr", "pickscore", "remote", "toy", "latent", "smooth_images", "video",
            "vlm_judge", "vvr", "CLIPScore", "HPSv2", "ImageReward", "LaionAesthetic", "MultiReward", "OCRReward",
            "PickScore", "RemoteReward", "RemoteRewardError", "VLMJudge", "normalize_then_sum", "sum_then_normalize"]
