@@ -1,4 +1,5 @@
-"""Alignment objectives (registered by name): rwtd, festdpo, rwr, reward_backprop, flow_grpo."""
+"""Alignment objectives (registered by name): rwtd, festdpo, rwr, reward_backprop, flow_grpo, av_grpo."""
+from .av_grpo import AVGRPO, AVGRPOConfig
 from .festdpo import FestDPO, FestDPOConfig, PreferencePairs, dpo_loss, preference_labels
 from .flow_grpo import FlowGRPO, FlowGRPOConfig
 from .kde import bandwidth, kde_log_prob, multi_bandwidth_log_prob
@@ -10,7 +11,7 @@ from .transport import (barycentric_projection, beta_for_ess, effective_sample_s
 
 __all__ = [
     "RWTD", "RWTDConfig", "FestDPO", "FestDPOConfig", "PreferencePairs", "RWR", "RWRConfig",
-    "RewardBackprop", "RewardBackpropConfig", "FlowGRPO", "FlowGRPOConfig",
+    "RewardBackprop", "RewardBackpropConfig", "FlowGRPO", "FlowGRPOConfig", "AVGRPO", "AVGRPOConfig",
     "tilted_weights", "effective_sample_size", "beta_for_ess", "mixture_target", "transport_plan",
     "barycentric_projection", "partial_step", "transport_targets",
     "bandwidth", "kde_log_prob", "multi_bandwidth_log_prob", "dpo_loss", "preference_labels",

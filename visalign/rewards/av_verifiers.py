@@ -1,0 +1,249 @@
+"""Weight-free verifiers for the synthetic bouncing-shape audio-video world (one shape bouncing between two walls, a
+tone burst at every wall contact), as registered rewards on audio-video dicts.
+
+* ``av_video_quality``: minus the RMS residual (fraction of the frame) of the object's track against the best
+  triangle-wave motion model (constant speed, reflections at the walls, one round trip per ``period`` frames).
+* ``av_audio_quality``: onset peak-to-floor ratio (dB, clipped to [0, 60]) of the audio's RMS envelope.
+* ``av_video_alignment`` / ``av_audio_alignment``: the fraction of the prompt's asks that the modality meets: events
+  counted equal the prompt's count (``"bouncing twice"``, ``"3 times"``; else ``metadata["events"]``; else the
+  world's default), and the motion axis and initial direction (video) or the pitch (audio, ``"a low / high beep"``).
+* ``av_desync``: minus |lag| (frames, quarter-frame resolution) at the peak of the cross-correlation between the
+  video's event signal (closeness of the object to the ends of its track) and the audio's onset envelope (the rise
+  of its RMS envelope from one window to the next).
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+
+from ..core.reward import Reward, register_reward
+from ..core.types import Metadata, Samples, modality_of
+
+MOTIONS = {"left to right": (1, 1), "right to left": (1, -1), "top to bottom": (0, 1), "bottom to top": (0, -1)}
+PITCHES = {"low": 256.0, "high": 640.0}
+WORDS = {"once": 1, "twice": 2, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5}
+_COUNT = re.compile(r"\b(once|twice)\b|\b(\d+|one|two|three|four|five) (?:times|bounces|beeps)\b")
+
+
+@dataclass(frozen=True)
+class Asks:
+    """What a prompt asks of each modality (None: not asked)."""
+
+    events: int
+    motion: tuple[int, int] | None
+    pitch: float | None
+
+
+def parse_asks(prompt: str, metadata: dict, default_events: int) -> Asks:
+    text = prompt.lower()
+    match = _COUNT.search(text)
+    if match:
+        word = match.group(1) or match.group(2)
+        events = int(word) if word.isdigit() else WORDS[word]
+    else:
+        events = int(metadata.get("events", default_events))
+    motion = next((v for k, v in MOTIONS.items() if k in text), None)
+    pitch = next((PITCHES[k] for k in PITCHES if f"{k} beep" in text), None)
+    return Asks(events, motion, pitch)
+
+
+def av_parts(samples: Samples, reward: str) -> tuple[torch.Tensor, torch.Tensor, int, float]:
+    """(video ``B×C×T×H×W``, audio ``B×L`` channel-mean, sample rate, fps) of audio-video samples."""
+    if modality_of(samples) != "audio_video":
+        raise ValueError(f"reward {reward!r} scores audio-video samples, got {modality_of(samples)} samples")
+    return samples["video"].detach().float(), samples["audio"].detach().float().mean(1), int(samples["sample_rate"]), float(samples["fps"])
+
+
+def object_track(video: torch.Tensor) -> torch.Tensor:
+    """``B×T×2`` (row, column) salience-weighted centre per frame, as a fraction of the frame size; salience is a
+    pixel's distance from the frame's median colour (the background)."""
+    b, c, t, h, w = video.shape
+    flat = video.permute(0, 2, 1, 3, 4).reshape(b, t, c, h * w)
+    weight = (flat - flat.median(dim=3, keepdim=True).values).norm(dim=2) + 1e-6
+    weight = weight / weight.sum(2, keepdim=True)
+    rows = torch.arange(h, dtype=video.dtype).repeat_interleave(w) / max(h - 1, 1)
+    cols = torch.arange(w, dtype=video.dtype).repeat(h) / max(w - 1, 1)
+    return torch.stack([(weight * rows).sum(2), (weight * cols).sum(2)], dim=2)
+
+
+def main_axis_track(track: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(axis ``B`` of larger variance, position along it ``B×T``)."""
+    axis = track.var(1).argmax(1)
+    return axis, track.gather(2, axis.view(-1, 1, 1).expand(-1, track.shape[1], 1)).squeeze(2)
+
+
+def event_signal(position: torch.Tensor) -> torch.Tensor:
+    """``B×T`` in [0, 1]: closeness of the position to the ends of its own range (wall contacts)."""
+    low, high = position.min(1, keepdim=True).values, position.max(1, keepdim=True).values
+    half = ((high - low) / 2).clamp_min(1e-6)
+    return 1 - torch.minimum(position - low, high - position) / half
+
+
+def envelope(audio: torch.Tensor, windows: int) -> torch.Tensor:
+    """``B×windows`` RMS of the audio in equal windows."""
+    usable = audio.shape[1] - audio.shape[1] % windows
+    return audio[:, :usable].reshape(audio.shape[0], windows, -1).pow(2).mean(2).add(1e-10).sqrt()
+
+
+def rising_edges(mask: torch.Tensor) -> torch.Tensor:
+    """``B`` count of runs of True in ``B×N`` (a run at the start counts)."""
+    prev = torch.cat([torch.zeros_like(mask[:, :1]), mask[:, :-1]], dim=1)
+    return (mask & ~prev).sum(1)
+
+
+def onset_strength(env: torch.Tensor) -> torch.Tensor:
+    """``B×N`` rise of the envelope from the previous window (the first window rises from the median floor)."""
+    prev = torch.cat([env.median(1, keepdim=True).values, env[:, :-1]], dim=1)
+    return (env - prev).clamp_min(0)
+
+
+def count_onsets(env: torch.Tensor, level: float = 0.5) -> torch.Tensor:
+    """Bursts in an envelope: runs above floor + ``level``·(peak − floor), floor the median window."""
+    floor = env.median(1, keepdim=True).values
+    peak = env.max(1, keepdim=True).values
+    return rising_edges(env > floor + level * (peak - floor))
+
+
+def triangle_residual(position: torch.Tensor, period: int, phases_per_frame: int = 4) -> torch.Tensor:
+    """``B`` RMS residual of the least-squares fit ``a + b·tri((k + φ) / period)`` over a grid of phases φ."""
+    t = position.shape[1]
+    k = torch.arange(t, dtype=position.dtype)
+    phi = torch.arange(period * phases_per_frame, dtype=position.dtype) / phases_per_frame
+    u = ((k[None] + phi[:, None]) % period) / period  # Φ×T in [0, 1)
+    basis = 1 - (2 * u - 1).abs()  # triangle 0 -> 1 -> 0
+    design = torch.stack([torch.ones_like(basis), basis], dim=2)  # Φ×T×2
+    pinv = torch.linalg.pinv(design)  # Φ×2×T
+    coef = torch.einsum("pkt,bt->bpk", pinv, position)
+    fit = torch.einsum("ptk,bpk->bpt", design, coef)
+    return (fit - position[:, None]).pow(2).mean(2).sqrt().min(1).values
+
+
+def lag_frames(video_events: torch.Tensor, onset_env: torch.Tensor, windows_per_frame: int, max_lag: int) -> torch.Tensor:
+    """``B`` lag (frames, audio later positive) maximising the cross-correlation of the standardised video event
+    signal (placed at each frame's first window, linearly interpolated between) and the onset envelope."""
+    b, t = video_events.shape
+    n = t * windows_per_frame
+    pos = torch.arange(n, dtype=video_events.dtype) / windows_per_frame
+    lo = pos.floor().long().clamp(max=t - 1)
+    hi = (lo + 1).clamp(max=t - 1)
+    frac = pos - lo
+    video = video_events[:, lo] * (1 - frac) + video_events[:, hi] * frac
+    z = [(s - s.mean(1, keepdim=True)) / (s.std(1, keepdim=True, unbiased=False) + 1e-6) for s in (video, onset_env)]
+    lags = [0] + [s * i for i in range(1, max_lag + 1) for s in (1, -1)]
+    scores = torch.stack([(z[0][:, : n - g] * z[1][:, g:]).mean(1) if g >= 0 else (z[0][:, -g:] * z[1][:, : n + g]).mean(1)
+                          for g in lags], dim=1)
+    return torch.tensor(lags, dtype=video_events.dtype)[scores.argmax(1)] / windows_per_frame
+
+
+def dominant_frequency(audio: torch.Tensor, sample_rate: int) -> torch.Tensor:
+    """``B`` frequency (Hz) of the largest FFT magnitude (DC excluded)."""
+    spectrum = torch.fft.rfft(audio - audio.mean(1, keepdim=True), dim=1).abs()
+    spectrum[:, 0] = 0
+    return spectrum.argmax(1).to(audio.dtype) * sample_rate / audio.shape[1]
+
+
+class AVVerifier(Reward):
+    """Shared settings of the world's verifiers: events per clip when the prompt names none, envelope windows per
+    video frame, the motion period in frames (default: the clip length, one round trip per clip)."""
+
+    def __init__(self, default_events: int = 2, windows_per_frame: int = 4, period: int | None = None) -> None:
+        if default_events < 0 or windows_per_frame < 1 or (period is not None and period < 2):
+            raise ValueError(f"{self.name}: need default_events >= 0, windows_per_frame >= 1, period >= 2 or null; got "
+                             f"{default_events}, {windows_per_frame}, {period}")
+        self.default_events, self.windows_per_frame, self.period = default_events, windows_per_frame, period
+
+    def asks(self, prompts: Sequence[str], metadata: Metadata) -> list[Asks]:
+        return [parse_asks(p, m, self.default_events) for p, m in zip(prompts, metadata)]
+
+    def onset_envelope(self, audio: torch.Tensor, frames: int) -> torch.Tensor:
+        return envelope(audio, frames * self.windows_per_frame)
+
+
+@register_reward("av_video_quality")
+class VideoQuality(AVVerifier):
+    """−RMS residual of the object's track against the triangle-wave motion model (0 is a perfect bounce)."""
+
+    def __call__(self, samples: Samples, prompts: Sequence[str], metadata: Metadata) -> torch.Tensor:
+        video, _, _, _ = av_parts(samples, self.name)
+        _, position = main_axis_track(object_track(video))
+        return -triangle_residual(position, self.period or video.shape[2])
+
+
+@register_reward("av_audio_quality")
+class AudioQuality(AVVerifier):
+    """Onset peak-to-floor ratio of the audio envelope in dB (mean of the loudest ``events`` windows over the median
+    window), clipped to [0, 60]."""
+
+    def __call__(self, samples: Samples, prompts: Sequence[str], metadata: Metadata) -> torch.Tensor:
+        video, audio, _, _ = av_parts(samples, self.name)
+        env = self.onset_envelope(audio, video.shape[2])
+        k = max(1, max(a.events for a in self.asks(prompts, metadata)))
+        peak = env.topk(min(k, env.shape[1]), dim=1).values.mean(1)
+        floor = env.median(1).values
+        return (20 * torch.log10(peak / (floor + 1e-4))).clamp(0, 60)
+
+
+@register_reward("av_video_alignment")
+class VideoAlignment(AVVerifier):
+    """Fraction of asks met by the video: event count, motion axis, initial direction along it."""
+
+    def __call__(self, samples: Samples, prompts: Sequence[str], metadata: Metadata) -> torch.Tensor:
+        video, _, _, _ = av_parts(samples, self.name)
+        track = object_track(video)
+        axis, position = main_axis_track(track)
+        counts = rising_edges(event_signal(position) > 0.8)
+        out = []
+        for i, ask in enumerate(self.asks(prompts, metadata)):
+            met = [int(counts[i]) == ask.events]
+            if ask.motion is not None:
+                want_axis, sign = ask.motion
+                moved = float(track[i, 1, want_axis] - track[i, 0, want_axis])
+                met += [int(axis[i]) == want_axis, moved * sign > 0]
+            out.append(sum(met) / len(met))
+        return torch.tensor(out)
+
+
+@register_reward("av_audio_alignment")
+class AudioAlignment(AVVerifier):
+    """Fraction of asks met by the audio: onset count, pitch (dominant frequency nearer the asked pitch)."""
+
+    def __call__(self, samples: Samples, prompts: Sequence[str], metadata: Metadata) -> torch.Tensor:
+        video, audio, rate, _ = av_parts(samples, self.name)
+        counts = count_onsets(self.onset_envelope(audio, video.shape[2]))
+        freq = dominant_frequency(audio, rate)
+        out = []
+        for i, ask in enumerate(self.asks(prompts, metadata)):
+            met = [int(counts[i]) == ask.events]
+            if ask.pitch is not None:
+                nearest = min(PITCHES.values(), key=lambda f: abs(math.log(f / max(float(freq[i]), 1.0))))
+                met.append(nearest == ask.pitch)
+            out.append(sum(met) / len(met))
+        return torch.tensor(out)
+
+
+@register_reward("av_desync")
+class Desync(AVVerifier):
+    """−|lag| in frames between the video event signal and the audio onset envelope (0: in sync). ``max_lag`` in
+    frames must stay below half the event period (periodic events make lags a period apart equivalent)."""
+
+    def __init__(self, max_lag: float = 1.75, **kwargs) -> None:
+        super().__init__(**kwargs)
+        if max_lag <= 0:
+            raise ValueError(f"av_desync: max_lag must be > 0 frames, got {max_lag}")
+        self.max_lag = max_lag
+
+    def __call__(self, samples: Samples, prompts: Sequence[str], metadata: Metadata) -> torch.Tensor:
+        video, audio, _, _ = av_parts(samples, self.name)
+        _, position = main_axis_track(object_track(video))
+        env = self.onset_envelope(audio, video.shape[2])
+        lag = lag_frames(event_signal(position), onset_strength(env), self.windows_per_frame, round(self.max_lag * self.windows_per_frame))
+        return -lag.abs()
+
+
+__all__ = ["VideoQuality", "AudioQuality", "VideoAlignment", "AudioAlignment", "Desync", "AVVerifier", "Asks",
+           "parse_asks", "object_track", "event_signal", "envelope", "count_onsets", "onset_strength", "triangle_residual", "lag_frames",
+           "dominant_frequency", "PITCHES", "MOTIONS"]
