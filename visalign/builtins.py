@@ -7,6 +7,7 @@ from __future__ import annotations
 def load() -> None:
     from . import algorithms, features, generators, rewards  # noqa: F401
     from .text import algorithms as text_algorithms, rewards as text_rewards, tasks  # noqa: F401
+    from .toys import moving_shapes  # noqa: F401
     from .vvr import source  # noqa: F401
     from .poem import flow as poem_flow  # noqa: F401
     from .toys import av_toy  # noqa: F401

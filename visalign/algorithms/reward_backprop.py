@@ -11,7 +11,7 @@ import torch
 
 from ..core.algorithm import Algorithm, TrainContext, register_algorithm
 from ..core.config import ConfigError, check, option
-from ..core.types import PromptBatch, Rollout
+from ..core.types import PromptBatch, Rollout, flatten_samples
 from .common import require_flow_model
 
 
@@ -77,7 +77,7 @@ class RewardBackprop(Algorithm):
                 raise ConfigError("reward_backprop.anchor_weight > 0 needs a reference generator")
             with torch.no_grad():
                 ref_out = ctx.reference(rollout.noise, rollout.batch.prompts)
-            anchor = (out - ref_out).pow(2).flatten(1).mean(1).mean()
+            anchor = (flatten_samples(out) - flatten_samples(ref_out)).pow(2).mean(1).mean()
             loss = loss + cfg.anchor_weight * anchor
             metrics["reward_backprop/anchor"] = float(anchor.detach())
         return loss, metrics

@@ -19,7 +19,7 @@ _EXPORTS = {
                                    "register_reward", "score")},
     **{name: "prompts" for name in ("PROMPT_SOURCES", "PromptList", "PromptSource", "Unconditional", "build_prompt_source",
                                     "register_prompt_source")},
-    **{name: "types" for name in ("PromptBatch", "Rollout", "Samples", "modality_of")},
+    **{name: "types" for name in ("PromptBatch", "Rollout", "Samples", "modality_of", "flatten_samples")},
     **{name: "registry" for name in ("Registry", "add_builtin_loader")},
 }
 

@@ -10,7 +10,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from .registry import Registry
-from .types import Metadata, Samples, batch_size_of
+from .types import Metadata, Samples, batch_size_of, modality_of
 
 ENTRY_POINT_GROUP = "visalign.rewards"
 
@@ -35,6 +35,22 @@ class Reward(ABC):
     def parts(self) -> list[tuple["Reward", float]]:
         """The weighted terms this reward sums (a single reward is one term of weight 1)."""
         return [(self, 1.0)]
+
+
+def require_modality(samples: Samples, allowed: Sequence[str], reward: str) -> str:
+    """The modality of ``samples`` (:func:`~visalign.core.types.modality_of`), or a ``ValueError`` that names it and
+    the modalities ``reward`` scores."""
+    modality = modality_of(samples)
+    if modality not in allowed:
+        raise ValueError(f"reward {reward!r} scores {' / '.join(allowed)} samples only; got {modality} samples "
+                         f"({_describe(samples)})")
+    return modality
+
+
+def _describe(samples: Samples) -> str:
+    if isinstance(samples, dict):
+        return ", ".join(f"{k} {tuple(v.shape)}" for k, v in samples.items() if isinstance(v, torch.Tensor))
+    return f"shape {tuple(samples.shape)}" if isinstance(samples, torch.Tensor) else f"{len(samples)} texts"
 
 
 REWARDS: Registry[Reward] = Registry("reward", entry_point_group=ENTRY_POINT_GROUP)

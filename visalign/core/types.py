@@ -78,6 +78,19 @@ def cat_samples(parts: list[Samples]) -> Samples:
     return torch.cat(parts)
 
 
+def flatten_samples(samples: Samples) -> torch.Tensor:
+    """``B×D``: a tensor sample flattened, or a dict's tensors (e.g. audio-video) flattened and joined in key order
+    (shared plain numbers such as ``sample_rate`` are left out)."""
+    if isinstance(samples, dict):
+        parts = [v.flatten(1) for _, v in sorted(samples.items()) if isinstance(v, torch.Tensor)]
+        if not parts:
+            raise TypeError(f"a sample dict needs at least one tensor, got keys {sorted(samples)}")
+        return torch.cat(parts, dim=1)
+    if not isinstance(samples, torch.Tensor):
+        raise TypeError(f"cannot flatten {type(samples).__name__} samples into a tensor")
+    return samples.flatten(1)
+
+
 def detach_samples(samples: Samples) -> Samples:
     if isinstance(samples, dict):
         return {k: v.detach() if isinstance(v, torch.Tensor) else v for k, v in samples.items()}

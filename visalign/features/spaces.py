@@ -8,13 +8,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..core.types import Samples
+from ..core.types import Samples, flatten_samples, modality_of
 from .base import FeatureSpace, register_features
 
 
 def _tensor(samples: Samples) -> torch.Tensor:
+    """A tensor sample as it is; a dict (audio-video) as its tensors flattened and joined in key order."""
     if isinstance(samples, dict):
-        return torch.cat([v.flatten(1) for _, v in sorted(samples.items())], dim=1)
+        return flatten_samples(samples)
     if not isinstance(samples, torch.Tensor):
         raise TypeError(f"feature spaces need tensor samples, got {type(samples).__name__}")
     return samples
@@ -65,24 +66,55 @@ class RandomProjection(FeatureSpace):
         return x @ self.weight.to(x.dtype).T
 
 
+def _random_conv(conv: nn.Module, g: torch.Generator) -> None:
+    fan_in = conv.weight[0].numel()
+    conv.weight.data = torch.randn(conv.weight.shape, generator=g) * math.sqrt(2.0 / fan_in)
+    conv.bias.data.zero_()
+
+
 @register_features("conv")
 class ConvFeatures(FeatureSpace):
-    """A tiny frozen random conv encoder for ``C×H×W`` images: conv-SiLU ×2 (stride 2), then [mean, std] pooling."""
+    """A tiny frozen random conv encoder: conv-SiLU ×2 (stride 2), then [mean, std] spatial pooling (2·width).
 
-    def __init__(self, in_channels: int = 3, width: int = 32, seed: int = 0) -> None:
+    Images ``B×C×H×W``: those 2·width features. Video ``B×C×T×H×W``: the same encoder per frame, pooled over time
+    as [mean over frames, mean |change| between consecutive frames] (4·width: appearance and motion). Audio-video:
+    the video features followed by a frozen random 1-D conv encoder of the audio (conv-SiLU ×2, stride 4, [mean,
+    std] over time; 2·width). Points and texts are refused with a message naming them."""
+
+    def __init__(self, in_channels: int = 3, width: int = 32, seed: int = 0, audio_channels: int = 1) -> None:
         super().__init__()
         g = torch.Generator().manual_seed(seed)
         self.conv1 = nn.Conv2d(in_channels, width, 3, stride=2, padding=1)
         self.conv2 = nn.Conv2d(width, width, 3, stride=2, padding=1)
-        for conv in (self.conv1, self.conv2):
-            fan_in = conv.weight[0].numel()
-            conv.weight.data = torch.randn(conv.weight.shape, generator=g) * math.sqrt(2.0 / fan_in)
-            conv.bias.data.zero_()
+        self.audio1 = nn.Conv1d(audio_channels, width, 9, stride=4, padding=4)
+        self.audio2 = nn.Conv1d(width, width, 9, stride=4, padding=4)
+        for conv in (self.conv1, self.conv2, self.audio1, self.audio2):
+            _random_conv(conv, g)
 
-    def forward(self, samples: Samples) -> torch.Tensor:
-        x = _tensor(samples)
+    def images(self, x: torch.Tensor) -> torch.Tensor:
         h = F.silu(self.conv2(F.silu(self.conv1(x))))
         return torch.cat([h.mean((2, 3)), h.flatten(2).std(2)], dim=1)
+
+    def video(self, x: torch.Tensor) -> torch.Tensor:
+        b, c, t = x.shape[:3]
+        per_frame = self.images(x.transpose(1, 2).reshape(b * t, c, *x.shape[3:])).reshape(b, t, -1)
+        motion = (per_frame[:, 1:] - per_frame[:, :-1]).abs().mean(1) if t > 1 else torch.zeros_like(per_frame[:, 0])
+        return torch.cat([per_frame.mean(1), motion], dim=1)
+
+    def audio(self, a: torch.Tensor) -> torch.Tensor:
+        h = F.silu(self.audio2(F.silu(self.audio1(a.to(self.audio1.weight.dtype)))))
+        return torch.cat([h.mean(2), h.std(2)], dim=1)
+
+    def forward(self, samples: Samples) -> torch.Tensor:
+        modality = modality_of(samples)
+        if modality == "image":
+            return self.images(samples)
+        if modality == "video":
+            return self.video(samples)
+        if modality == "audio_video":
+            return torch.cat([self.video(samples["video"]), self.audio(samples["audio"])], dim=1)
+        raise ValueError(f"feature space 'conv' encodes image, video or audio-video samples; got {modality} samples "
+                         "(use identity or random_projection)")
 
 
 @register_features("open_clip")

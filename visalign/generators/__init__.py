@@ -2,6 +2,9 @@
 from .diffusers_pipeline import DiffusersConfig, DiffusersPipelineGenerator, LoraReference, load_pipeline
 from .text_encoder import HashingWordTokenizer, TinyTextEncoder
 from .tiny import TinyFlowConfig, TinyFlowGenerator, TinyImageConfig, TinyOneStepConfig, TinyOneStepGenerator
+from .tiny_av import TinyAudioVideoConfig, TinyAudioVideoFlowGenerator
+from .tiny_video import (TinyVideoConfig, TinyVideoFlowConfig, TinyVideoFlowGenerator, TinyVideoOneStepConfig,
+                         TinyVideoOneStepGenerator)
 from .toy import ToyFlowGenerator, ToyOneStepGenerator
 
 __all__ = [
@@ -14,6 +17,13 @@ __all__ = [
     "TinyFlowConfig",
     "TinyOneStepGenerator",
     "TinyFlowGenerator",
+    "TinyVideoConfig",
+    "TinyVideoFlowConfig",
+    "TinyVideoOneStepConfig",
+    "TinyVideoOneStepGenerator",
+    "TinyVideoFlowGenerator",
+    "TinyAudioVideoConfig",
+    "TinyAudioVideoFlowGenerator",
     "DiffusersConfig",
     "DiffusersPipelineGenerator",
     "LoraReference",

@@ -8,7 +8,7 @@ from typing import Any, Literal, Sequence
 import torch
 import torch.nn.functional as F
 
-from ..core.reward import register_reward
+from ..core.reward import register_reward, require_modality
 from .clip_similarity import ClipSimilarityReward
 from .pixels import OPENAI_CLIP_MEAN as CLIP_MEAN, OPENAI_CLIP_STD as CLIP_STD
 
@@ -50,6 +50,7 @@ def load_open_clip(model: str = "ViT-B-32", checkpoint: str | Path | None = None
 
 def clip_pixels(samples: torch.Tensor, image_size: int | Sequence[int]) -> torch.Tensor:
     """Images in [-1, 1] -> CLIP input: resized (differentiably) and normalised with CLIP statistics."""
+    require_modality(samples, ("image",), "clip_score")
     if not isinstance(samples, torch.Tensor) or samples.dim() != 4 or samples.shape[1] != 3:
         raise ValueError(f"CLIP needs images B×3×H×W in [-1, 1], got {getattr(samples, 'shape', type(samples))}")
     size = tuple(image_size) if isinstance(image_size, (tuple, list)) else (int(image_size),) * 2

@@ -6,7 +6,7 @@ from typing import Sequence
 
 import torch
 
-from ..core.reward import Reward, register_reward
+from ..core.reward import Reward, register_reward, require_modality
 from ..core.types import Metadata
 
 COLOURS: dict[str, tuple[float, float, float]] = {
@@ -15,7 +15,8 @@ COLOURS: dict[str, tuple[float, float, float]] = {
 }
 
 
-def _images(samples: torch.Tensor) -> torch.Tensor:
+def _images(samples: torch.Tensor, reward: str = "image_stats") -> torch.Tensor:
+    require_modality(samples, ("image", "video"), reward)
     if not isinstance(samples, torch.Tensor) or samples.dim() not in (4, 5) or samples.shape[1] != 3:
         shape = tuple(samples.shape) if isinstance(samples, torch.Tensor) else type(samples).__name__
         raise ValueError(f"image rewards need RGB images B×3×H×W (or video B×3×T×H×W) in [-1, 1], got {shape}")
@@ -41,7 +42,7 @@ class ColorMatchReward(Reward):
         return COLOURS[self.default]
 
     def __call__(self, samples: torch.Tensor, prompts: Sequence[str], metadata: Metadata) -> torch.Tensor:
-        x = _images(samples)
+        x = _images(samples, "color_match")
         mean = x.flatten(2).mean(-1)
         target = torch.tensor([self.target(p) for p in prompts], device=x.device, dtype=mean.dtype)
         return -(mean - target).norm(dim=1)
@@ -54,7 +55,7 @@ class BrightnessReward(Reward):
     differentiable = True
 
     def __call__(self, samples: torch.Tensor, prompts: Sequence[str], metadata: Metadata) -> torch.Tensor:
-        return _images(samples).flatten(1).mean(1)
+        return _images(samples, "brightness").flatten(1).mean(1)
 
 
 def _luminance(samples: torch.Tensor) -> torch.Tensor:

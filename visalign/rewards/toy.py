@@ -5,13 +5,12 @@ from typing import Sequence
 
 import torch
 
-from ..core.reward import Reward, register_reward
+from ..core.reward import Reward, register_reward, require_modality
 from ..core.types import Metadata, Samples
 
 
-def _points(samples: Samples) -> torch.Tensor:
-    if not isinstance(samples, torch.Tensor) or samples.dim() != 2:
-        raise TypeError("toy rewards expect a [B, d] tensor of points")
+def _points(samples: Samples, reward: str = "toy") -> torch.Tensor:
+    require_modality(samples, ("points",), reward)
     return samples
 
 
@@ -25,11 +24,11 @@ class ToyLinearReward(Reward):
         self.direction = torch.tensor(list(direction), dtype=torch.float32)
 
     def __call__(self, samples: Samples, prompts: Sequence[str] | None = None, metadata: Metadata | None = None) -> torch.Tensor:
-        x = _points(samples)
+        x = _points(samples, "toy_linear")
         return x @ self.direction.to(x)
 
     def features(self, samples: Samples) -> torch.Tensor:
-        return _points(samples)
+        return _points(samples, "toy_linear")
 
 
 @register_reward("toy_quadratic")
@@ -45,8 +44,8 @@ class ToyQuadraticReward(Reward):
         self.scale = float(scale)
 
     def __call__(self, samples: Samples, prompts: Sequence[str] | None = None, metadata: Metadata | None = None) -> torch.Tensor:
-        x = _points(samples)
+        x = _points(samples, "toy_quadratic")
         return -self.scale * (x - self.centre.to(x)).pow(2).sum(1)
 
     def features(self, samples: Samples) -> torch.Tensor:
-        return _points(samples)
+        return _points(samples, "toy_quadratic")

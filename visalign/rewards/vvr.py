@@ -5,7 +5,7 @@ from typing import Any, Sequence
 
 import torch
 
-from ..core.reward import Reward, register_reward
+from ..core.reward import Reward, register_reward, require_modality
 from ..core.types import Metadata, Samples
 
 
@@ -78,6 +78,7 @@ class VVRReward(Reward):
         from ..vvr.spec_verifier import verify_spec
         from ..vvr.verifier import verify
 
+        require_modality(samples, ("image",), "vvr")
         images = _channels_last_uint8(samples, metadata, "vvr", "images B x 3 x H x W")
         out, self.last_details = [], []
         for i, (img, meta) in enumerate(zip(images, metadata)):
@@ -115,6 +116,7 @@ class VVRVideoReward(Reward):
         from ..vvr.video import verify_video
         from ..vvr.video_tasks import VideoTask
 
+        require_modality(samples, ("video",), "vvr_video")
         videos = _channels_last_uint8(samples, metadata, "vvr_video", "videos B x 3 x T x H x W")  # B T H W C
         out, self.last_details = [], []
         for i, (vid, meta) in enumerate(zip(videos, metadata)):

@@ -377,7 +377,8 @@ class Trainer:
         metrics = {"eval/reward_mean": rewards.mean().item(), "eval/reward_std": rewards.std().item() if rewards.numel() > 1 else 0.0,
                    **{k: float(v) for k, v in result.metrics.items()}}
         if save and tag and acc.is_main_process:
-            save_samples(result.samples, self.output_dir / "samples" / f"{tag}.png", batch.prompts, max_images=PREVIEW_IMAGES)
+            save_samples(result.samples, self.output_dir / "samples" / f"{tag}.png", batch.prompts, max_images=PREVIEW_IMAGES,
+                         rewards=result.rewards.detach().float().cpu())
         if log:
             self._log(metrics)
         for cb in self.callbacks:

@@ -10,6 +10,10 @@ import numpy as np
 import torch
 from PIL import Image
 
+from ..core.types import AUDIO_VIDEO_KEYS, index_samples, modality_of
+
+VIDEO_PREVIEW = 8  # contact sheets show the first 8 clips
+
 
 def to_uint8_images(samples: torch.Tensor) -> list[np.ndarray]:
     """``B×C×H×W`` (images) or ``B×C×T×H×W`` (video: first / middle / last frame side by side) in [-1, 1] -> HWC uint8."""
@@ -37,28 +41,42 @@ def image_grid(images: Sequence[np.ndarray], cols: int | None = None, scale: int
     return grid.resize((grid.width * scale, grid.height * scale), Image.NEAREST) if scale > 1 else grid
 
 
-def save_samples(samples: Any, path: Path, prompts: Sequence[str] | None = None, max_images: int | None = None) -> Path | None:
-    """Save a preview: an image grid (of the first ``max_images`` images, if given), a scatter plot for 2-D
-    points, or a JSONL of texts."""
+def save_samples(samples: Any, path: Path, prompts: Sequence[str] | None = None, max_images: int | None = None,
+                 rewards: Sequence[float] | torch.Tensor | None = None) -> Path | None:
+    """Save a preview by modality (:func:`~visalign.core.types.modality_of`): an image grid (of the first
+    ``max_images`` images, if given), a scatter plot for 2-D points, a JSONL of texts, or for video (first
+    ``VIDEO_PREVIEW`` clips) a contact sheet (``path``, captioned with prompt and reward) plus an animated GIF, and
+    for audio-video also the waveform under the frames and WAV files. Returns the main picture's path."""
+    from .media import save_audio_video, save_video
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(samples, dict):
+    modality = modality_of(samples) if not isinstance(samples, dict) or all(
+        isinstance(samples.get(k), torch.Tensor) for k in AUDIO_VIDEO_KEYS) else None
+    if modality is None:  # a dict of another layout: draw its first image-like tensor
         samples = next((v for v in samples.values() if isinstance(v, torch.Tensor) and v.dim() >= 4), None)
         if samples is None:
             return None
-    if isinstance(samples, (list, tuple)):
+        modality = modality_of(samples)
+    if modality == "text":
         out = path.with_suffix(".jsonl")
         with out.open("w") as f:
             for i, text in enumerate(samples):
                 f.write(json.dumps({"prompt": prompts[i] if prompts else None, "completion": text}) + "\n")
         return out
-    if isinstance(samples, torch.Tensor) and samples.dim() == 2:
+    if modality == "points":
         return _scatter(samples, path)
-    if isinstance(samples, torch.Tensor) and samples.dim() in (4, 5):
-        images = to_uint8_images(samples[:max_images])
-        scale = max(1, 128 // images[0].shape[0])
-        image_grid(images, scale=scale).save(path)
-        return path
-    return None
+    if modality in ("video", "audio_video"):
+        keep = min(VIDEO_PREVIEW, max_images or VIDEO_PREVIEW)
+        rows = index_samples(samples, slice(0, keep))
+        kept_prompts = list(prompts[:keep]) if prompts else None
+        kept_rewards = [float(r) for r in rewards[:keep]] if rewards is not None else None
+        if modality == "video":
+            return save_video(rows, path, kept_prompts, kept_rewards)[0]
+        return save_audio_video(rows, path, kept_prompts, kept_rewards)[0]
+    images = to_uint8_images(samples[:max_images])
+    scale = max(1, 128 // images[0].shape[0])
+    image_grid(images, scale=scale).save(path)
+    return path
 
 
 def _scatter(points: torch.Tensor, path: Path) -> Path:

@@ -1,0 +1,105 @@
+"""Built-in tiny video and audio-video generators: shapes and ranges, seeds, checkpoints, the AV latent and towers."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from visalign.core.config import ConfigError
+from visalign.core.generator import build_generator, load_generator
+from visalign.core.types import modality_of
+from visalign.generators import TinyAudioVideoConfig, TinyVideoFlowConfig
+
+from .conftest import AV_PROMPTS, SMALL, SMALL_AV, VIDEO_PROMPTS
+
+
+def _seeded(seed: int = 0) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+@pytest.mark.parametrize("name", ["video_one_step", "video_flow"])
+def test_video_shapes_range_and_seeds(name, request):
+    gen = request.getfixturevalue(name)
+    x = gen.sample(VIDEO_PROMPTS, generator=_seeded(1), num_samples=2)
+    assert x.shape == (4, 3, 4, 8, 8) and modality_of(x) == "video"
+    assert x.min() >= -1 and x.max() <= 1 and x.std() > 0.01
+    torch.testing.assert_close(x, gen.sample(VIDEO_PROMPTS, generator=_seeded(1), num_samples=2), rtol=0, atol=0)
+    assert not torch.equal(x, gen.sample(VIDEO_PROMPTS, generator=_seeded(2), num_samples=2))
+
+
+def test_av_samples_are_the_audio_video_dict(av_flow):
+    x = av_flow.sample(AV_PROMPTS, generator=_seeded(1))
+    assert modality_of(x) == "audio_video"
+    assert x["video"].shape == (2, 3, 4, 8, 8) and x["audio"].shape == (2, 1, 2048)
+    assert x["sample_rate"] == 2048 and x["fps"] == 4.0
+    for part in (x["video"], x["audio"]):
+        assert part.min() >= -1 and part.max() <= 1 and part.std() > 0.01
+    again = av_flow.sample(AV_PROMPTS, generator=_seeded(1))
+    assert torch.equal(x["video"], again["video"]) and torch.equal(x["audio"], again["audio"])
+    assert not torch.equal(x["audio"], av_flow.sample(AV_PROMPTS, generator=_seeded(2))["audio"])
+
+
+@pytest.mark.parametrize("name", ["video_one_step", "video_flow", "av_flow"])
+def test_save_load_round_trip_is_exact(name, request, tmp_path):
+    gen = request.getfixturevalue(name)
+    gen.save_pretrained(tmp_path / name)
+    loaded = load_generator(tmp_path / name)
+    assert type(loaded) is type(gen) and loaded.config == gen.config
+    noise = gen.make_noise(2, _seeded())
+    prompts = AV_PROMPTS if name == "av_flow" else VIDEO_PROMPTS
+    a, b = gen.sample(prompts, noise=noise), loaded.sample(prompts, noise=noise)
+    for key in ("video", "audio") if name == "av_flow" else (None,):
+        torch.testing.assert_close(a[key] if key else a, b[key] if key else b, rtol=0, atol=0)
+
+
+def test_av_latent_split_join_and_decode(av_flow):
+    x = av_flow.make_noise(3, _seeded())
+    parts = av_flow.split_latents(x)
+    assert parts["video"].shape == (3, 3 * 4 * 8 * 8) and parts["audio"].shape == (3, 2048)
+    assert torch.equal(av_flow.join_latents(parts), x)
+    decoded = av_flow.decode(x.clamp(-1, 1))
+    assert torch.equal(av_flow.encode_samples(decoded), x.clamp(-1, 1))
+    with pytest.raises(ValueError, match="tiny_av_flow expects video"):
+        av_flow.encode_samples({"video": decoded["video"][:, :, :2], "audio": decoded["audio"]})
+
+
+def test_av_towers_partition_every_parameter(av_flow):
+    names = {n for n, _ in av_flow.named_parameters()}
+    video = {n for n, _ in av_flow.tower_parameters("video")}
+    audio = {n for n, _ in av_flow.tower_parameters("audio")}
+    shared = {n for n, _ in av_flow.shared_parameters()}
+    assert video and audio and not video & audio
+    assert video | audio | shared == names
+    assert all(n.startswith(("backbone.text_encoder.", "backbone.embedding.")) for n in shared)
+    # the cross-attention into each modality (and its projection of the other tower's tokens) is that tower's
+    assert any("attn2" in n for n in video) and any("other_proj" in n for n in audio)
+
+
+def test_av_towers_see_each_other(av_flow):
+    """Cross-attention both ways: changing the video part of the latent changes the audio velocity, and back."""
+    x = av_flow.make_noise(2, _seeded())
+    t = torch.full((2,), 0.5)
+    cond = av_flow.encode(AV_PROMPTS)
+    v = av_flow.velocity(x, t, cond)
+    s = av_flow.latent_slices()
+    x_video = x.clone()
+    x_video[:, s["video"]] += 1.0
+    x_audio = x.clone()
+    x_audio[:, s["audio"]] += 1.0
+    assert (av_flow.velocity(x_video, t, cond)[:, s["audio"]] - v[:, s["audio"]]).abs().max() > 1e-4
+    assert (av_flow.velocity(x_audio, t, cond)[:, s["video"]] - v[:, s["video"]]).abs().max() > 1e-4
+
+
+def test_prompts_change_the_clip(video_flow):
+    noise = video_flow.make_noise(2, _seeded())
+    a = video_flow.sample(VIDEO_PROMPTS, noise=noise)
+    b = video_flow.sample(["a yellow square bouncing right to left"] * 2, noise=noise)
+    assert (a - b).abs().amax(dim=(1, 2, 3, 4)).min() > 1e-4
+
+
+def test_bad_configs_name_the_key():
+    with pytest.raises(ConfigError, match="patch_size"):
+        TinyVideoFlowConfig(**{**SMALL, "patch_size": 3})
+    with pytest.raises(ConfigError, match="audio_patch"):
+        TinyAudioVideoConfig(**{**SMALL_AV, "audio_patch": 300})
+    with pytest.raises(ConfigError, match="layerz"):
+        build_generator({"name": "tiny_video_flow", "layerz": 2})

@@ -1,0 +1,129 @@
+"""A tiny prompt-conditioned audio-video flow generator with a video tower and an audio tower.
+
+Latent of one item: ``[video C·T·H·W | audio L]`` flattened (the :class:`AudioVideoFlowModel` layout). The video
+tower works on frame patches, the audio tower on chunks of ``audio_patch`` samples (``sample_rate / fps /
+audio_patch`` tokens per frame); both are :class:`TokenTower` s of diffusers ``BasicTransformerBlock`` s, interleaved
+layer by layer, and each block's cross-attention reads the prompt tokens *and* the other tower's current tokens —
+so sound can follow what moves, and the cross-attention into a modality (with its projection of the other tower's
+tokens) belongs to that modality's tower. Shared: the text encoder and the time/prompt embedding. Samples are the
+audio-video dict ``{"video": B×C×T×H×W, "audio": B×1×L, "sample_rate", "fps"}``, clamped to [-1, 1].
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar, Sequence
+
+import torch
+from torch import nn
+
+from ..core.audio_video import AudioVideoFlowModel
+from ..core.config import check
+from ..core.generator import register_generator
+from .text_encoder import TinyTextEncoder
+from .tiny_video import TextCond, TimeTextEmbedding, TinyVideoFlowConfig, TokenTower, _TinyVideoMixin, tokens_to_video, video_to_tokens
+
+
+@dataclass
+class TinyAudioVideoConfig(TinyVideoFlowConfig):
+    """:class:`TinyVideoFlowConfig` plus mono audio of ``frames / fps`` seconds at ``sample_rate``, tokenised in
+    chunks of ``audio_patch`` samples."""
+
+    sample_rate: int = 2048
+    audio_patch: int = 64
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check(self.sample_rate >= 1 and self.audio_patch >= 1, "sample_rate and audio_patch must be >= 1")
+        length = self.frames / self.fps * self.sample_rate
+        check(abs(length - round(length)) < 1e-6, f"frames / fps * sample_rate = {length} must be a whole number of samples")
+        check(round(length) % self.audio_patch == 0,
+              f"audio length {round(length)} (frames / fps * sample_rate) must be divisible by audio_patch {self.audio_patch}")
+
+    @property
+    def audio_length(self) -> int:
+        return round(self.frames / self.fps * self.sample_rate)
+
+    @property
+    def video_size(self) -> int:
+        c, t, h, w = self.video_shape
+        return c * t * h * w
+
+
+class TinyAudioVideoBackbone(nn.Module):
+    """Text encoder + time/prompt embedding (shared) + ``video_tower`` + ``audio_tower`` with cross-attention both ways."""
+
+    def __init__(self, config: TinyAudioVideoConfig) -> None:
+        super().__init__()
+        c = config
+        self.config = c
+        self.text_encoder = TinyTextEncoder(c.text_hidden, c.text_layers, c.text_heads, c.vocab_buckets, c.max_length)
+        self.embedding = TimeTextEmbedding(c.width, c.text_hidden)
+        video_tokens = c.frames * (c.image_size // c.patch_size) ** 2
+        self.video_tower = TokenTower(c.channels * c.patch_size**2, video_tokens, c.width, c.layers, c.heads,
+                                      c.text_hidden, other_width=c.width)
+        self.audio_tower = TokenTower(c.audio_patch, c.audio_length // c.audio_patch, c.width, c.layers, c.heads,
+                                      c.text_hidden, other_width=c.width)
+
+    def encode(self, prompts: Sequence[str]) -> TextCond:
+        return self.text_encoder(list(prompts))
+
+    def forward(self, x: torch.Tensor, t: torch.Tensor, cond: TextCond) -> torch.Tensor:
+        """Velocity for flat latents ``[B, D_video + D_audio]``."""
+        c = self.config
+        states, pooled = cond
+        emb = self.embedding(t, pooled)
+        video, audio = x[:, : c.video_size], x[:, c.video_size:]
+        hv = self.video_tower.embed(video_to_tokens(video.reshape(-1, *c.video_shape), c.patch_size))
+        ha = self.audio_tower.embed(audio.reshape(x.shape[0], -1, c.audio_patch))
+        for i in range(c.layers):
+            hv, ha = self.video_tower.block(i, hv, emb, states, ha), self.audio_tower.block(i, ha, emb, states, hv)
+        out_v = tokens_to_video(self.video_tower.out(hv), c.video_shape, c.patch_size).flatten(1)
+        out_a = self.audio_tower.out(ha).flatten(1)
+        return torch.cat([out_v, out_a], dim=1).to(x.dtype)
+
+
+@register_generator("tiny_av_flow")
+class TinyAudioVideoFlowGenerator(_TinyVideoMixin, AudioVideoFlowModel):
+    """Few-step flow-matching audio-video generator on the flat ``[video | audio]`` latent (see module docstring)."""
+
+    kind: ClassVar[str] = "few_step"
+    config_class = TinyAudioVideoConfig
+
+    def __init__(self, config: TinyAudioVideoConfig | None = None) -> None:
+        super().__init__(config or TinyAudioVideoConfig())
+        self.backbone = TinyAudioVideoBackbone(self.config)
+
+    @property
+    def noise_shape(self) -> tuple[int, ...]:
+        return (self.config.video_size + self.config.audio_length,)
+
+    def latent_slices(self) -> dict[str, slice]:
+        v = self.config.video_size
+        return {"video": slice(0, v), "audio": slice(v, v + self.config.audio_length)}
+
+    def tower_patterns(self) -> dict[str, list[str]]:
+        return {"video": [r"^backbone\.video_tower\."], "audio": [r"^backbone\.audio_tower\."]}
+
+    def generate(self, noise: torch.Tensor, cond: TextCond | None = None, num_steps: int | None = None) -> dict:
+        return super().generate(noise, self._cond(cond, noise.shape[0]), num_steps)
+
+    def velocity(self, x: torch.Tensor, t: torch.Tensor, cond: Any = None) -> torch.Tensor:
+        return self.backbone(x, t, self._cond(cond, x.shape[0]))
+
+    def encode_samples(self, samples: dict) -> torch.Tensor:
+        """Audio-video dict -> flat latents (pretraining targets); shapes are checked against the config."""
+        c = self.config
+        video, audio = samples["video"], samples["audio"]
+        if tuple(video.shape[1:]) != c.video_shape or tuple(audio.shape[1:]) != (1, c.audio_length):
+            raise ValueError(f"tiny_av_flow expects video B×{'×'.join(map(str, c.video_shape))} and audio "
+                             f"B×1×{c.audio_length}, got {tuple(video.shape)} and {tuple(audio.shape)}")
+        return torch.cat([video.flatten(1), audio.flatten(1)], dim=1)
+
+    def decode(self, latents: torch.Tensor) -> dict:
+        c = self.config
+        parts = self.split_latents(latents.clamp(-1.0, 1.0))
+        return {"video": parts["video"].reshape(-1, *c.video_shape), "audio": parts["audio"].reshape(-1, 1, c.audio_length),
+                "sample_rate": c.sample_rate, "fps": c.fps}
+
+
+__all__ = ["TinyAudioVideoConfig", "TinyAudioVideoBackbone", "TinyAudioVideoFlowGenerator"]

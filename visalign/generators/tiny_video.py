@@ -1,0 +1,239 @@
+"""Tiny prompt-conditioned video generators (``B×C×T×H×W`` in [-1, 1]) built from diffusers blocks.
+
+The denoiser is a token transformer: each frame is cut into ``patch_size``² patches (one token each, a learned
+position per token over time and space), the diffusion time (diffusers ``Timesteps`` + ``TimestepEmbedding``) and the
+pooled prompt are added to every token before every block, and each block is a diffusers ``BasicTransformerBlock``
+(self-attention over all tokens of the clip, cross-attention to the prompt tokens of :class:`TinyTextEncoder`,
+feed-forward). :class:`TokenTower` is also one tower of the audio-video model (``tiny_av.py``), where a second
+context (the other modality's tokens) joins the prompt in the cross-attention.
+
+``tiny_video_one_step`` maps noise to a clip in one pass (``tanh``, or ``tanh(z - f(z))`` as for images);
+``tiny_video_flow`` is a few-step :class:`FlowModel` in pixel space (samples clamped to [-1, 1]).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal, Sequence
+
+import torch
+from torch import nn
+
+from ..core.config import check
+from ..core.flow import FlowModel
+from ..core.generator import Generator, register_generator
+from .text_encoder import TinyTextEncoder
+
+TextCond = tuple[torch.Tensor, torch.Tensor]
+
+
+@dataclass
+class TinyVideoConfig:
+    """Clip shape (``channels``×``frames``×``image_size``²), patching, transformer and text-encoder sizes."""
+
+    image_size: int = 16
+    frames: int = 8
+    channels: int = 3
+    fps: float = 8.0
+    patch_size: int = 4
+    width: int = 64
+    layers: int = 3
+    heads: int = 4
+    text_hidden: int = 32
+    text_layers: int = 2
+    text_heads: int = 2
+    vocab_buckets: int = 256
+    max_length: int = 16
+
+    def __post_init__(self) -> None:
+        check(self.image_size >= 1 and self.frames >= 1 and self.channels >= 1,
+              "image_size, frames and channels must be >= 1")
+        check(self.fps > 0, f"fps must be > 0, got {self.fps}")
+        check(self.patch_size >= 1 and self.image_size % self.patch_size == 0,
+              f"image_size {self.image_size} must be divisible by patch_size {self.patch_size}")
+        check(self.layers >= 1 and self.heads >= 1, "layers and heads must be >= 1")
+        check(self.width % self.heads == 0, f"width {self.width} must be divisible by heads {self.heads}")
+        check(self.text_hidden % self.text_heads == 0, f"text_hidden {self.text_hidden} must be divisible by text_heads {self.text_heads}")
+        check(self.vocab_buckets > 3, f"vocab_buckets must be > 3, got {self.vocab_buckets}")
+        check(self.max_length >= 2, f"max_length must be >= 2, got {self.max_length}")
+
+    @property
+    def video_shape(self) -> tuple[int, int, int, int]:
+        return (self.channels, self.frames, self.image_size, self.image_size)
+
+
+@dataclass
+class TinyVideoFlowConfig(TinyVideoConfig):
+    """:class:`TinyVideoConfig` plus the Euler sampler's step count and timestep shift."""
+
+    num_steps: int = 4
+    shift: float = 1.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check(self.num_steps >= 1, f"num_steps must be >= 1, got {self.num_steps}")
+        check(self.shift > 0, f"shift must be > 0, got {self.shift}")
+
+
+@dataclass
+class TinyVideoOneStepConfig(TinyVideoConfig):
+    """:class:`TinyVideoConfig` plus the output parametrisation (``video``: ``tanh(f(z))``; ``flow_residual``:
+    ``tanh(z - f(z))``, so a student copied from a flow teacher starts at its one-step Euler sample)."""
+
+    parametrization: Literal["video", "flow_residual"] = "video"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check(self.parametrization in ("video", "flow_residual"),
+              f"parametrization must be 'video' or 'flow_residual', got {self.parametrization!r}")
+
+
+def video_to_tokens(x: torch.Tensor, patch: int) -> torch.Tensor:
+    """``B×C×T×H×W`` -> ``B×(T·H/p·W/p)×(C·p²)`` (frame-major)."""
+    b, c, t, h, w = x.shape
+    x = x.reshape(b, c, t, h // patch, patch, w // patch, patch)
+    return x.permute(0, 2, 3, 5, 1, 4, 6).reshape(b, t * (h // patch) * (w // patch), c * patch * patch)
+
+
+def tokens_to_video(tokens: torch.Tensor, shape: Sequence[int], patch: int) -> torch.Tensor:
+    """Inverse of :func:`video_to_tokens` for one item shape ``(C, T, H, W)``."""
+    c, t, h, w = shape
+    b = tokens.shape[0]
+    x = tokens.reshape(b, t, h // patch, w // patch, c, patch, patch)
+    return x.permute(0, 4, 1, 2, 5, 3, 6).reshape(b, c, t, h, w)
+
+
+class TimeTextEmbedding(nn.Module):
+    """Diffusion time (``t`` in [0, 1], embedded at ``1000·t``) plus the pooled prompt, as one ``[B, width]`` vector."""
+
+    def __init__(self, width: int, text_hidden: int) -> None:
+        super().__init__()
+        from diffusers.models.embeddings import TimestepEmbedding, Timesteps
+
+        self.time_proj = Timesteps(width, flip_sin_to_cos=True, downscale_freq_shift=0)
+        self.time_embed = TimestepEmbedding(width, width)
+        self.text_embed = nn.Linear(text_hidden, width)
+
+    def forward(self, t: torch.Tensor, pooled: torch.Tensor) -> torch.Tensor:
+        dtype = self.text_embed.weight.dtype
+        return self.time_embed(self.time_proj(t * 1000.0).to(dtype)) + self.text_embed(pooled.to(dtype))
+
+
+class TokenTower(nn.Module):
+    """Tokens of one modality through diffusers ``BasicTransformerBlock`` s; the cross-attention context is the
+    prompt tokens, plus (``other_width``) another tower's tokens projected into this width."""
+
+    def __init__(self, token_dim: int, num_tokens: int, width: int, layers: int, heads: int, text_hidden: int,
+                 other_width: int | None = None) -> None:
+        super().__init__()
+        from diffusers.models.attention import BasicTransformerBlock
+
+        self.proj_in = nn.Linear(token_dim, width)
+        self.pos = nn.Parameter(torch.randn(1, num_tokens, width) * 0.02)
+        self.text_proj = nn.Linear(text_hidden, width)
+        self.other_proj = nn.Linear(other_width, width) if other_width else None
+        self.blocks = nn.ModuleList(
+            BasicTransformerBlock(width, heads, width // heads, cross_attention_dim=width) for _ in range(layers))
+        self.norm_out = nn.LayerNorm(width)
+        self.proj_out = nn.Linear(width, token_dim)
+
+    def embed(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self.proj_in(tokens.to(self.proj_in.weight.dtype)) + self.pos
+
+    def block(self, i: int, h: torch.Tensor, emb: torch.Tensor, text_states: torch.Tensor,
+              other: torch.Tensor | None = None) -> torch.Tensor:
+        """Block ``i`` on hidden tokens ``h`` with the time/prompt vector ``emb`` added to every token."""
+        context = self.text_proj(text_states.to(h.dtype))
+        if self.other_proj is not None and other is not None:
+            context = torch.cat([context, self.other_proj(other)], dim=1)
+        return self.blocks[i](h + emb.unsqueeze(1), encoder_hidden_states=context)
+
+    def out(self, h: torch.Tensor) -> torch.Tensor:
+        return self.proj_out(self.norm_out(h))
+
+
+class TinyVideoBackbone(nn.Module):
+    """Text encoder + time embedding + one video :class:`TokenTower`: ``(x, t in [0, 1], cond) -> same shape as x``."""
+
+    def __init__(self, config: TinyVideoConfig) -> None:
+        super().__init__()
+        c = config
+        self.config = c
+        self.text_encoder = TinyTextEncoder(c.text_hidden, c.text_layers, c.text_heads, c.vocab_buckets, c.max_length)
+        self.embedding = TimeTextEmbedding(c.width, c.text_hidden)
+        tokens = c.frames * (c.image_size // c.patch_size) ** 2
+        self.video_tower = TokenTower(c.channels * c.patch_size**2, tokens, c.width, c.layers, c.heads, c.text_hidden)
+
+    def encode(self, prompts: Sequence[str]) -> TextCond:
+        return self.text_encoder(list(prompts))
+
+    def forward(self, x: torch.Tensor, t: torch.Tensor, cond: TextCond) -> torch.Tensor:
+        states, pooled = cond
+        tower, c = self.video_tower, self.config
+        emb = self.embedding(t, pooled)
+        h = tower.embed(video_to_tokens(x, c.patch_size))
+        for i in range(c.layers):
+            h = tower.block(i, h, emb, states)
+        return tokens_to_video(tower.out(h), c.video_shape, c.patch_size).to(x.dtype)
+
+
+class _TinyVideoMixin:
+    """Noise shape and prompt encoding shared by the video generators (``None`` prompts mean the empty prompt)."""
+
+    config: TinyVideoConfig
+    backbone: nn.Module
+
+    @property
+    def noise_shape(self) -> tuple[int, ...]:
+        return self.config.video_shape
+
+    def encode(self, prompts: Sequence[str] | None) -> TextCond | None:
+        return None if prompts is None else self.backbone.encode(prompts)
+
+    def _cond(self, cond: TextCond | None, batch: int) -> TextCond:
+        return self.backbone.encode([""] * batch) if cond is None else cond
+
+
+@register_generator("tiny_video_one_step")
+class TinyVideoOneStepGenerator(_TinyVideoMixin, Generator):
+    """One-step prompt-conditioned video generator ``x = tanh(f(z, prompt))`` (or ``tanh(z - f)``), clips
+    ``C×T×S×S`` in [-1, 1]."""
+
+    kind: ClassVar[str] = "one_step"
+    config_class = TinyVideoOneStepConfig
+
+    def __init__(self, config: TinyVideoConfig | None = None) -> None:
+        if config is not None and not isinstance(config, TinyVideoOneStepConfig):
+            config = TinyVideoOneStepConfig(**{k: v for k, v in vars(config).items() if k in TinyVideoConfig.__dataclass_fields__})
+        super().__init__(config or TinyVideoOneStepConfig())
+        self.backbone = TinyVideoBackbone(self.config)
+
+    def generate(self, noise: torch.Tensor, cond: TextCond | None = None) -> torch.Tensor:
+        t = torch.ones(noise.shape[0], device=noise.device, dtype=noise.dtype)
+        out = self.backbone(noise, t, self._cond(cond, noise.shape[0]))
+        return torch.tanh(noise - out if self.config.parametrization == "flow_residual" else out)
+
+
+@register_generator("tiny_video_flow")
+class TinyVideoFlowGenerator(_TinyVideoMixin, FlowModel):
+    """Few-step flow-matching video generator in pixel space; samples clamped to [-1, 1]."""
+
+    kind: ClassVar[str] = "few_step"
+    config_class = TinyVideoFlowConfig
+
+    def __init__(self, config: TinyVideoFlowConfig | None = None) -> None:
+        super().__init__(config or TinyVideoFlowConfig())
+        self.backbone = TinyVideoBackbone(self.config)
+
+    def generate(self, noise: torch.Tensor, cond: TextCond | None = None, num_steps: int | None = None) -> torch.Tensor:
+        return super().generate(noise, self._cond(cond, noise.shape[0]), num_steps)
+
+    def velocity(self, x: torch.Tensor, t: torch.Tensor, cond: Any = None) -> torch.Tensor:
+        return self.backbone(x, t, self._cond(cond, x.shape[0]))
+
+    def decode(self, latents: torch.Tensor) -> torch.Tensor:
+        return latents.clamp(-1.0, 1.0)
+
+
+__all__ = ["TinyVideoConfig", "TinyVideoFlowConfig", "TinyVideoOneStepConfig", "TinyVideoBackbone", "TokenTower",
+           "TimeTextEmbedding", "TinyVideoOneStepGenerator", "TinyVideoFlowGenerator", "video_to_tokens",
+           "tokens_to_video"]

@@ -1,0 +1,85 @@
+"""Pretraining of the tiny video / audio-video generators on the moving-shapes world (fresh renders every step).
+
+Flow models: conditional flow matching on rendered clips. One-step video models: regression of ``G(z, prompt)`` onto
+the flow teacher's Euler-ODE endpoint for the same noise and prompt (the student copies the teacher's weights and
+reads its output as ``tanh(z - f(z))``, so it starts at the teacher's one-step sample). :func:`fit` runs AdamW with a
+cosine learning rate until a step count or a time budget, whichever ends first.
+"""
+from __future__ import annotations
+
+import math
+import time
+from typing import Callable
+
+import torch
+from tqdm import tqdm
+
+from ..core.flow import FlowModel
+from ..core.generator import Generator
+from .moving_shapes import WorldConfig, all_prompts, render_batch
+
+LossFn = Callable[[torch.Generator], torch.Tensor]
+
+
+def fit(model: torch.nn.Module, loss_fn: LossFn, max_steps: int, lr: float = 1e-3, minutes: float | None = None,
+        seed: int = 0, desc: str = "pretrain", warmup: float = 0.03) -> list[float]:
+    """AdamW on ``loss_fn(rng)`` (gradient norm clipped at 1) with warmup + cosine decay over ``max_steps`` or
+    ``minutes``, whichever ends first; returns the loss curve."""
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    g = torch.Generator().manual_seed(seed)
+    start, losses = time.perf_counter(), []
+    budget = math.inf if minutes is None else minutes * 60
+    bar = tqdm(total=max_steps, desc=desc, disable=max_steps < 50)
+    while len(losses) < max_steps and time.perf_counter() - start < budget:
+        frac = max(len(losses) / max_steps, (time.perf_counter() - start) / budget)
+        scale = frac / warmup if frac < warmup else 0.5 * (1 + math.cos(math.pi * min(frac, 1.0)))
+        for group in opt.param_groups:
+            group["lr"] = lr * max(scale, 0.02)
+        loss = loss_fn(g)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        losses.append(loss.item())
+        bar.update(1)
+        bar.set_postfix(loss=f"{sum(losses[-20:]) / len(losses[-20:]):.4f}")
+    bar.close()
+    return losses
+
+
+def world_latents(model: FlowModel, prompts: list[str], world: WorldConfig, generator: torch.Generator,
+                  audio: bool) -> torch.Tensor:
+    """Rendered clips for ``prompts`` as ``model``'s latents (the flat ``[video | audio]`` vector for audio-video)."""
+    clips = render_batch(prompts, world, generator, audio=audio)
+    return model.encode_samples(clips) if audio else clips
+
+
+def flow_loss(model: FlowModel, world: WorldConfig, batch: int, audio: bool = False) -> LossFn:
+    """Flow-matching loss on ``batch`` fresh (prompt, clip) pairs drawn uniformly from the world's prompts."""
+    prompts = all_prompts(audio)
+
+    def loss_fn(g: torch.Generator) -> torch.Tensor:
+        idx = torch.randint(len(prompts), (batch,), generator=g).tolist()
+        ps = [prompts[i] for i in idx]
+        x0 = world_latents(model, ps, world, g, audio).to(model.device)
+        return model.flow_matching_loss(x0, model.encode(ps), generator=g)
+
+    return loss_fn
+
+
+def distill_loss(student: Generator, teacher: FlowModel, batch: int, teacher_steps: int, audio: bool = False) -> LossFn:
+    """MSE between the one-step student and the teacher's ``teacher_steps``-step ODE endpoint (no grad into it)."""
+    prompts = all_prompts(audio)
+
+    def loss_fn(g: torch.Generator) -> torch.Tensor:
+        idx = torch.randint(len(prompts), (batch,), generator=g).tolist()
+        ps = [prompts[i] for i in idx]
+        z = student.make_noise(batch, g)
+        with torch.no_grad():
+            target = teacher.generate(z, teacher.encode(ps), teacher_steps).clamp(-0.995, 0.995)
+        return (student.generate(z, student.encode(ps)) - target).pow(2).mean()
+
+    return loss_fn
+
+
+__all__ = ["fit", "flow_loss", "distill_loss", "world_latents"]
