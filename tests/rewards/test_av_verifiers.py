@@ -61,9 +61,28 @@ def test_alignment_counts_events_and_checks_pitch_and_direction():
 
 def test_prompt_asks_and_bad_input():
     ask = parse_asks("a blue square bouncing top to bottom twice with a low beep", {}, 2)
-    assert (ask.events, ask.motion, ask.pitch) == (2, (0, 1), 256.0)
+    assert (ask.events, ask.motion, ask.pitch) == (2, (1, 1), 256.0)  # y axis, downwards
     assert parse_asks("a red circle", {"events": 3}, 2).events == 3
-    with pytest.raises(ValueError, match="scores audio-video samples, got image"):
+    with pytest.raises(ValueError, match="scores audio_video samples only; got image"):
         build_reward("av_desync")(torch.zeros(2, 3, 8, 8), ["a", "b"], [{}, {}])
     with pytest.raises(ValueError, match="max_lag must be > 0"):
         Desync(max_lag=0)
+
+
+def test_moving_shapes_renders_score_perfectly_and_a_late_track_is_caught():
+    from visalign.toys.moving_shapes import WorldConfig, all_prompts, render_batch
+
+    world = WorldConfig()
+    prompts = all_prompts(audio=True)[::8]
+    x = render_batch(prompts, world, torch.Generator().manual_seed(0), audio=True)
+    meta = [{}] * len(prompts)
+    assert score_av(VideoQuality(), x, prompts).min() > -0.01 and score_av(AudioQuality(), x, prompts).min() > 40
+    for reward in (VideoAlignment(), AudioAlignment()):
+        assert torch.equal(score_av(reward, x, prompts), torch.ones(len(prompts)))
+    assert torch.equal(score_av(Desync(), x, prompts), torch.zeros(len(prompts)))
+    late = dict(x, audio=torch.roll(x["audio"], world.sample_rate // int(world.fps), dims=2))  # one frame later
+    assert torch.equal(Desync()(late, prompts, meta), torch.full((len(prompts),), -1.0))
+
+
+def score_av(reward, samples, prompts):
+    return reward(samples, prompts, [{}] * len(prompts))

@@ -20,10 +20,11 @@ from typing import Sequence
 
 import torch
 
-from ..core.reward import Reward, register_reward
-from ..core.types import Metadata, Samples, modality_of
+from ..core.reward import Reward, register_reward, require_modality
+from ..core.types import Metadata, Samples
+from .video import audio_envelope, frames_of, object_track, video_events
 
-MOTIONS = {"left to right": (1, 1), "right to left": (1, -1), "top to bottom": (0, 1), "bottom to top": (0, -1)}
+MOTIONS = {"left to right": (0, 1), "right to left": (0, -1), "top to bottom": (1, 1), "bottom to top": (1, -1)}
 PITCHES = {"low": 256.0, "high": 640.0}
 WORDS = {"once": 1, "twice": 2, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5}
 _COUNT = re.compile(r"\b(once|twice)\b|\b(\d+|one|two|three|four|five) (?:times|bounces|beeps)\b")
@@ -51,42 +52,18 @@ def parse_asks(prompt: str, metadata: dict, default_events: int) -> Asks:
     return Asks(events, motion, pitch)
 
 
-def av_parts(samples: Samples, reward: str) -> tuple[torch.Tensor, torch.Tensor, int, float]:
-    """(video ``B×C×T×H×W``, audio ``B×L`` channel-mean, sample rate, fps) of audio-video samples."""
-    if modality_of(samples) != "audio_video":
-        raise ValueError(f"reward {reward!r} scores audio-video samples, got {modality_of(samples)} samples")
-    return samples["video"].detach().float(), samples["audio"].detach().float().mean(1), int(samples["sample_rate"]), float(samples["fps"])
+def av_parts(samples: Samples, reward: str) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """(frames ``B×T×3×H×W`` in [0, 1], audio ``B×C×L``, sample rate) of audio-video samples, detached."""
+    require_modality(samples, ("audio_video",), reward)
+    return frames_of(samples, reward).detach(), samples["audio"].detach().float(), int(samples["sample_rate"])
 
 
-def object_track(video: torch.Tensor) -> torch.Tensor:
-    """``B×T×2`` (row, column) salience-weighted centre per frame, as a fraction of the frame size; salience is a
-    pixel's distance from the frame's median colour (the background)."""
-    b, c, t, h, w = video.shape
-    flat = video.permute(0, 2, 1, 3, 4).reshape(b, t, c, h * w)
-    weight = (flat - flat.median(dim=3, keepdim=True).values).norm(dim=2) + 1e-6
-    weight = weight / weight.sum(2, keepdim=True)
-    rows = torch.arange(h, dtype=video.dtype).repeat_interleave(w) / max(h - 1, 1)
-    cols = torch.arange(w, dtype=video.dtype).repeat(h) / max(w - 1, 1)
-    return torch.stack([(weight * rows).sum(2), (weight * cols).sum(2)], dim=2)
-
-
-def main_axis_track(track: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(axis ``B`` of larger variance, position along it ``B×T``)."""
+def main_axis_track(frames: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(track ``B×T×2`` (x, y) as a fraction of the frame, axis ``B`` of larger variance, position along it ``B×T``)."""
+    h, w = frames.shape[-2:]
+    track = object_track(frames) / torch.tensor([max(w - 1, 1), max(h - 1, 1)], dtype=frames.dtype)
     axis = track.var(1).argmax(1)
-    return axis, track.gather(2, axis.view(-1, 1, 1).expand(-1, track.shape[1], 1)).squeeze(2)
-
-
-def event_signal(position: torch.Tensor) -> torch.Tensor:
-    """``B×T`` in [0, 1]: closeness of the position to the ends of its own range (wall contacts)."""
-    low, high = position.min(1, keepdim=True).values, position.max(1, keepdim=True).values
-    half = ((high - low) / 2).clamp_min(1e-6)
-    return 1 - torch.minimum(position - low, high - position) / half
-
-
-def envelope(audio: torch.Tensor, windows: int) -> torch.Tensor:
-    """``B×windows`` RMS of the audio in equal windows."""
-    usable = audio.shape[1] - audio.shape[1] % windows
-    return audio[:, :usable].reshape(audio.shape[0], windows, -1).pow(2).mean(2).add(1e-10).sqrt()
+    return track, axis, track.gather(2, axis.view(-1, 1, 1).expand(-1, track.shape[1], 1)).squeeze(2)
 
 
 def rising_edges(mask: torch.Tensor) -> torch.Tensor:
@@ -160,7 +137,7 @@ class AVVerifier(Reward):
         return [parse_asks(p, m, self.default_events) for p, m in zip(prompts, metadata)]
 
     def onset_envelope(self, audio: torch.Tensor, frames: int) -> torch.Tensor:
-        return envelope(audio, frames * self.windows_per_frame)
+        return audio_envelope(audio, frames * self.windows_per_frame)
 
 
 @register_reward("av_video_quality")
@@ -168,9 +145,9 @@ class VideoQuality(AVVerifier):
     """−RMS residual of the object's track against the triangle-wave motion model (0 is a perfect bounce)."""
 
     def __call__(self, samples: Samples, prompts: Sequence[str], metadata: Metadata) -> torch.Tensor:
-        video, _, _, _ = av_parts(samples, self.name)
-        _, position = main_axis_track(object_track(video))
-        return -triangle_residual(position, self.period or video.shape[2])
+        frames, _, _ = av_parts(samples, self.name)
+        _, _, position = main_axis_track(frames)
+        return -triangle_residual(position, self.period or frames.shape[1])
 
 
 @register_reward("av_audio_quality")
@@ -179,8 +156,8 @@ class AudioQuality(AVVerifier):
     window), clipped to [0, 60]."""
 
     def __call__(self, samples: Samples, prompts: Sequence[str], metadata: Metadata) -> torch.Tensor:
-        video, audio, _, _ = av_parts(samples, self.name)
-        env = self.onset_envelope(audio, video.shape[2])
+        frames, audio, _ = av_parts(samples, self.name)
+        env = self.onset_envelope(audio, frames.shape[1])
         k = max(1, max(a.events for a in self.asks(prompts, metadata)))
         peak = env.topk(min(k, env.shape[1]), dim=1).values.mean(1)
         floor = env.median(1).values
@@ -192,10 +169,9 @@ class VideoAlignment(AVVerifier):
     """Fraction of asks met by the video: event count, motion axis, initial direction along it."""
 
     def __call__(self, samples: Samples, prompts: Sequence[str], metadata: Metadata) -> torch.Tensor:
-        video, _, _, _ = av_parts(samples, self.name)
-        track = object_track(video)
-        axis, position = main_axis_track(track)
-        counts = rising_edges(event_signal(position) > 0.8)
+        frames, _, _ = av_parts(samples, self.name)
+        track, axis, _ = main_axis_track(frames)
+        counts = rising_edges(video_events(frames) > 0.8)
         out = []
         for i, ask in enumerate(self.asks(prompts, metadata)):
             met = [int(counts[i]) == ask.events]
@@ -212,9 +188,9 @@ class AudioAlignment(AVVerifier):
     """Fraction of asks met by the audio: onset count, pitch (dominant frequency nearer the asked pitch)."""
 
     def __call__(self, samples: Samples, prompts: Sequence[str], metadata: Metadata) -> torch.Tensor:
-        video, audio, rate, _ = av_parts(samples, self.name)
-        counts = count_onsets(self.onset_envelope(audio, video.shape[2]))
-        freq = dominant_frequency(audio, rate)
+        frames, audio, rate = av_parts(samples, self.name)
+        counts = count_onsets(self.onset_envelope(audio, frames.shape[1]))
+        freq = dominant_frequency(audio.mean(1), rate)
         out = []
         for i, ask in enumerate(self.asks(prompts, metadata)):
             met = [int(counts[i]) == ask.events]
@@ -237,13 +213,12 @@ class Desync(AVVerifier):
         self.max_lag = max_lag
 
     def __call__(self, samples: Samples, prompts: Sequence[str], metadata: Metadata) -> torch.Tensor:
-        video, audio, _, _ = av_parts(samples, self.name)
-        _, position = main_axis_track(object_track(video))
-        env = self.onset_envelope(audio, video.shape[2])
-        lag = lag_frames(event_signal(position), onset_strength(env), self.windows_per_frame, round(self.max_lag * self.windows_per_frame))
+        frames, audio, _ = av_parts(samples, self.name)
+        env = self.onset_envelope(audio, frames.shape[1])
+        lag = lag_frames(video_events(frames), onset_strength(env), self.windows_per_frame, round(self.max_lag * self.windows_per_frame))
         return -lag.abs()
 
 
 __all__ = ["VideoQuality", "AudioQuality", "VideoAlignment", "AudioAlignment", "Desync", "AVVerifier", "Asks",
-           "parse_asks", "object_track", "event_signal", "envelope", "count_onsets", "onset_strength", "triangle_residual", "lag_frames",
+           "parse_asks", "main_axis_track", "count_onsets", "onset_strength", "triangle_residual", "lag_frames",
            "dominant_frequency", "PITCHES", "MOTIONS"]
