@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import time
 from pathlib import Path
 
@@ -137,10 +138,11 @@ def train(method: str, base_path: Path, prompts: list[str], args, out: Path):
     reference = load_generator(base_path).frozen_copy()
     algo = build_algorithm({"name": "av_grpo", "mode": METHODS[method], "group_size": args.group, "num_steps": args.num_steps,
                             "steps_per_modality": args.steps_per_modality, "noise_video": args.noise,
-                            "noise_audio": args.noise})
+                            "noise_audio": args.noise, "kl_video": args.kl_video, "kl_audio": args.kl_audio})
     cfg = TrainerConfig(steps=args.steps, prompts_per_step=args.prompts_per_step, learning_rate=args.lr, max_grad_norm=1.0,
                         eval_every=args.eval_every, eval_batch_size=args.eval_size, log_with=[], progress=True,
                         output_dir=str(out / method), seed=args.seed)
+    shutil.rmtree(out / method, ignore_errors=True)  # a fresh metrics.jsonl
     clock = Clock()
     trainer = Trainer(policy, algo, make_reward(), PromptList(prompts), cfg, reference=reference, callbacks=[clock])
     trainer.train()
@@ -163,14 +165,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model", choices=["toy", "tiny_av"], default="toy")
     p.add_argument("--checkpoint", type=Path, default=None, help="tiny_av: the pretrained model folder")
     p.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
-    p.add_argument("--steps", type=int, default=48)
+    p.add_argument("--steps", type=int, default=320)
     p.add_argument("--steps-per-modality", type=int, default=4)
     p.add_argument("--prompts-per-step", type=int, default=2)
     p.add_argument("--group", type=int, default=8)
     p.add_argument("--num-steps", type=int, default=4)
     p.add_argument("--noise", type=float, default=0.7)
-    p.add_argument("--lr", type=float, default=3e-4)
-    p.add_argument("--eval-every", type=int, default=8)
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--kl-video", type=float, default=0.01)
+    p.add_argument("--kl-audio", type=float, default=0.002)
+    p.add_argument("--eval-every", type=int, default=32)
     p.add_argument("--eval-size", type=int, default=64)
     p.add_argument("--pretrain-steps", type=int, default=3000)
     p.add_argument("--seed", type=int, default=0)

@@ -8,8 +8,8 @@ tone burst at every wall contact), as registered rewards on audio-video dicts.
   counted equal the prompt's count (``"bouncing twice"``, ``"3 times"``; else ``metadata["events"]``; else the
   world's default), and the motion axis and initial direction (video) or the pitch (audio, ``"a low / high beep"``).
 * ``av_desync``: minus |lag| (frames, quarter-frame resolution) at the peak of the cross-correlation between the
-  video's event signal (closeness of the object to the ends of its track) and the audio's onset envelope (the rise
-  of its RMS envelope from one window to the next).
+  wall contacts of the triangle-wave motion model fitted to the video and the audio's onset envelope (the rise of its
+  RMS envelope from one window to the next).
 """
 from __future__ import annotations
 
@@ -85,35 +85,46 @@ def count_onsets(env: torch.Tensor, level: float = 0.5) -> torch.Tensor:
     return rising_edges(env > floor + level * (peak - floor))
 
 
-def triangle_residual(position: torch.Tensor, period: int, phases_per_frame: int = 4) -> torch.Tensor:
-    """``B`` RMS residual of the least-squares fit ``a + b·tri((k + φ) / period)`` over a grid of phases φ."""
+def triangle_fit(position: torch.Tensor, period: int, phases_per_frame: int = 4) -> tuple[torch.Tensor, torch.Tensor]:
+    """(``B`` RMS residual, ``B`` phase φ in frames) of the best least-squares fit ``a + b·tri((k + φ) / period)``
+    over a grid of ``phases_per_frame`` phases per frame (tri: 0 -> 1 -> 0 over one period)."""
     t = position.shape[1]
     k = torch.arange(t, dtype=position.dtype)
     phi = torch.arange(period * phases_per_frame, dtype=position.dtype) / phases_per_frame
     u = ((k[None] + phi[:, None]) % period) / period  # Φ×T in [0, 1)
-    basis = 1 - (2 * u - 1).abs()  # triangle 0 -> 1 -> 0
+    basis = 1 - (2 * u - 1).abs()
     design = torch.stack([torch.ones_like(basis), basis], dim=2)  # Φ×T×2
-    pinv = torch.linalg.pinv(design)  # Φ×2×T
-    coef = torch.einsum("pkt,bt->bpk", pinv, position)
-    fit = torch.einsum("ptk,bpk->bpt", design, coef)
-    return (fit - position[:, None]).pow(2).mean(2).sqrt().min(1).values
+    coef = torch.einsum("pkt,bt->bpk", torch.linalg.pinv(design), position)
+    residual = (torch.einsum("ptk,bpk->bpt", design, coef) - position[:, None]).pow(2).mean(2).sqrt()
+    best = residual.min(1)
+    return best.values, phi[best.indices]
 
 
-def lag_frames(video_events: torch.Tensor, onset_env: torch.Tensor, windows_per_frame: int, max_lag: int) -> torch.Tensor:
-    """``B`` lag (frames, audio later positive) maximising the cross-correlation of the standardised video event
-    signal (placed at each frame's first window, linearly interpolated between) and the onset envelope."""
-    b, t = video_events.shape
-    n = t * windows_per_frame
-    pos = torch.arange(n, dtype=video_events.dtype) / windows_per_frame
-    lo = pos.floor().long().clamp(max=t - 1)
-    hi = (lo + 1).clamp(max=t - 1)
-    frac = pos - lo
-    video = video_events[:, lo] * (1 - frac) + video_events[:, hi] * frac
-    z = [(s - s.mean(1, keepdim=True)) / (s.std(1, keepdim=True, unbiased=False) + 1e-6) for s in (video, onset_env)]
+def contact_train(phase: torch.Tensor, frames: int, period: int, windows_per_frame: int) -> torch.Tensor:
+    """``B×(frames·windows_per_frame)``: 1 in the window of each wall contact of the fitted motion (times
+    ``m·period/2 − φ`` frames), 0 elsewhere."""
+    n = frames * windows_per_frame
+    out = torch.zeros(phase.shape[0], n)
+    half = period / 2
+    for i, phi in enumerate(phase.tolist()):
+        m = 0
+        while m * half - phi < frames:
+            time = m * half - phi
+            if time >= 0:
+                out[i, min(n - 1, round(time * windows_per_frame))] = 1.0
+            m += 1
+    return out
+
+
+def lag_frames(video: torch.Tensor, onsets: torch.Tensor, windows_per_frame: int, max_lag: int) -> torch.Tensor:
+    """``B`` lag (frames, audio later positive) maximising the cross-correlation of two standardised window-rate
+    signals (video contacts, audio onsets) over lags of at most ``max_lag`` windows; ties go to the smaller |lag|."""
+    n = video.shape[1]
+    z = [(s - s.mean(1, keepdim=True)) / (s.std(1, keepdim=True, unbiased=False) + 1e-6) for s in (video, onsets)]
     lags = [0] + [s * i for i in range(1, max_lag + 1) for s in (1, -1)]
     scores = torch.stack([(z[0][:, : n - g] * z[1][:, g:]).mean(1) if g >= 0 else (z[0][:, -g:] * z[1][:, : n + g]).mean(1)
                           for g in lags], dim=1)
-    return torch.tensor(lags, dtype=video_events.dtype)[scores.argmax(1)] / windows_per_frame
+    return torch.tensor(lags, dtype=video.dtype)[scores.argmax(1)] / windows_per_frame
 
 
 def dominant_frequency(audio: torch.Tensor, sample_rate: int) -> torch.Tensor:
@@ -147,7 +158,7 @@ class VideoQuality(AVVerifier):
     def __call__(self, samples: Samples, prompts: Sequence[str], metadata: Metadata) -> torch.Tensor:
         frames, _, _ = av_parts(samples, self.name)
         _, _, position = main_axis_track(frames)
-        return -triangle_residual(position, self.period or frames.shape[1])
+        return -triangle_fit(position, self.period or frames.shape[1])[0]
 
 
 @register_reward("av_audio_quality")
@@ -203,8 +214,9 @@ class AudioAlignment(AVVerifier):
 
 @register_reward("av_desync")
 class Desync(AVVerifier):
-    """−|lag| in frames between the video event signal and the audio onset envelope (0: in sync). ``max_lag`` in
-    frames must stay below half the event period (periodic events make lags a period apart equivalent)."""
+    """−|lag| in frames between the wall contacts of the motion model fitted to the video (so a jerky track cannot
+    sharpen its event signal to win) and the audio's onsets (0: in sync). ``max_lag`` in frames must stay below half
+    the event period (periodic events make lags a period apart equivalent)."""
 
     def __init__(self, max_lag: float = 1.75, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -214,11 +226,13 @@ class Desync(AVVerifier):
 
     def __call__(self, samples: Samples, prompts: Sequence[str], metadata: Metadata) -> torch.Tensor:
         frames, audio, _ = av_parts(samples, self.name)
-        env = self.onset_envelope(audio, frames.shape[1])
-        lag = lag_frames(video_events(frames), onset_strength(env), self.windows_per_frame, round(self.max_lag * self.windows_per_frame))
-        return -lag.abs()
+        t, period = frames.shape[1], self.period or frames.shape[1]
+        _, _, position = main_axis_track(frames)
+        contacts = contact_train(triangle_fit(position, period)[1], t, period, self.windows_per_frame)
+        onsets = onset_strength(self.onset_envelope(audio, t))
+        return -lag_frames(contacts, onsets, self.windows_per_frame, round(self.max_lag * self.windows_per_frame)).abs()
 
 
 __all__ = ["VideoQuality", "AudioQuality", "VideoAlignment", "AudioAlignment", "Desync", "AVVerifier", "Asks",
-           "parse_asks", "main_axis_track", "count_onsets", "onset_strength", "triangle_residual", "lag_frames",
+           "parse_asks", "main_axis_track", "count_onsets", "onset_strength", "triangle_fit", "contact_train", "lag_frames",
            "dominant_frequency", "PITCHES", "MOTIONS"]
