@@ -137,8 +137,8 @@ def train(method: str, base_path: Path, prompts: list[str], args, out: Path):
     policy = load_generator(base_path)
     reference = load_generator(base_path).frozen_copy()
     algo = build_algorithm({"name": "av_grpo", "mode": METHODS[method], "group_size": args.group, "num_steps": args.num_steps,
-                            "steps_per_modality": args.steps_per_modality, "noise_video": args.noise,
-                            "noise_audio": args.noise, "kl_video": args.kl_video, "kl_audio": args.kl_audio})
+                            "steps_per_modality": args.steps_per_modality, "noise_video": args.noise_video,
+                            "noise_audio": args.noise_audio, "kl_video": args.kl_video, "kl_audio": args.kl_audio})
     cfg = TrainerConfig(steps=args.steps, prompts_per_step=args.prompts_per_step, learning_rate=args.lr, max_grad_norm=1.0,
                         eval_every=args.eval_every, eval_batch_size=args.eval_size, log_with=[], progress=True,
                         output_dir=str(out / method), seed=args.seed)
@@ -170,7 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--prompts-per-step", type=int, default=2)
     p.add_argument("--group", type=int, default=8)
     p.add_argument("--num-steps", type=int, default=4)
-    p.add_argument("--noise", type=float, default=0.7)
+    p.add_argument("--noise-video", type=float, default=0.2)
+    p.add_argument("--noise-audio", type=float, default=0.7)
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--kl-video", type=float, default=0.01)
     p.add_argument("--kl-audio", type=float, default=0.002)
@@ -230,12 +231,14 @@ def print_table(results: dict) -> None:
 
 
 def draw(shown: dict, prompts: list[str], path: Path, rows: int = 2) -> None:
-    """Contact sheet: for the first ``rows`` evaluation prompts, the base sample and each method's (same noise)."""
+    """Contact sheet: for the ``rows`` evaluation items whose base sample is most out of sync, the base sample and
+    each method's (same prompt and noise)."""
     from visalign.rewards.av_verifiers import Desync
     from visalign.trainer.media import contact_sheet
 
+    base_desync = Desync()(shown["base"], prompts, [{}] * len(prompts))
     picked, captions = [], []
-    for i in range(rows):
+    for i in base_desync.argsort()[:rows].tolist():
         for name, samples in shown.items():
             item = index_samples(samples, slice(i, i + 1))
             lag = float(-Desync()(item, prompts[i: i + 1], [{}])[0])
