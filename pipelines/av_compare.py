@@ -195,7 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     base = load_generator(base_path)
     before, base_samples = per_sample_metrics(base, eval_prompts, seed=10_000)
     results = {"model": args.model, "settings": {k: str(v) for k, v in vars(args).items()},
-               "advantage_spearman_vs_own_quality": advantage_correlation(base, prompts[:4], args.group, args.seed),
+               "advantage_spearman_vs_own_quality": advantage_correlation(
+                   base, [prompts[i % len(prompts)] for i in range(16)], args.group, args.seed),
                "methods": {}}
     print(json.dumps(results["advantage_spearman_vs_own_quality"]))
     shown = {"base": base_samples}
