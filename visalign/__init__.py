@@ -13,7 +13,7 @@ _add_builtin_loader(_builtins.load)
 _EXPORTS = {
     **{name: "visalign.core" for name in (
         "Policy", "Generator", "FlowModel", "AudioVideoFlowModel", "SDETrajectory", "Reward", "Algorithm", "Evaluation", "OwnedModel",
-        "TrainContext", "PromptBatch", "Rollout", "PromptSource", "PromptList", "modality_of",
+        "TrainContext", "UpdatePlan", "PromptBatch", "Rollout", "PromptSource", "PromptList", "modality_of",
         "Unconditional", "FunctionReward", "WeightedReward", "ConfigError", "register_reward", "register_algorithm",
         "register_generator", "register_prompt_source", "get_reward", "build_reward", "build_generator",
         "build_algorithm", "build_prompt_source", "load_generator",
@@ -24,7 +24,7 @@ _EXPORTS = {
     )},
     **{name: "visalign.algorithms" for name in (
         "RWTD", "RWTDConfig", "FestDPO", "FestDPOConfig", "RWR", "RWRConfig", "RewardBackprop", "RewardBackpropConfig",
-        "FlowGRPO", "FlowGRPOConfig",
+        "FlowGRPO", "FlowGRPOConfig", "AVGRPO", "AVGRPOConfig",
     )},
     **{name: "visalign.trainer" for name in ("Trainer", "TrainerConfig", "TrainerCallback", "SampleCounter")},
     **{name: "visalign.run" for name in ("RunConfig", "load_run_config", "build_trainer")},
