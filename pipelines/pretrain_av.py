@@ -77,8 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, x in (("renders", renders), ("flow", samples)):
         r = AudioVideoSyncReward()(x, prompts, [{}] * len(prompts))
         picked = {k: v[rows] if isinstance(v, torch.Tensor) else v for k, v in x.items()}
-        for path in save_samples(picked, args.out / f"{name}.png", [prompts[i] for i in rows], rewards=r[rows]):
-            print("wrote", path)
+        path = save_samples(picked, args.out / f"{name}.png", [prompts[i] for i in rows], rewards=r[rows])
+        print("wrote", path, "with its GIF and WAVs")
     return 0
 
 

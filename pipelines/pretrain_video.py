@@ -11,6 +11,7 @@
     python pipelines/pretrain_video.py                                   # ~6 min on 2 CPU cores, writes assets/video/
     python pipelines/pretrain_video.py --flow-minutes 0.2 --distill-minutes 0.2 --assets /tmp/v   # smoke run
     python pipelines/pretrain_video.py --pictures-only                   # contact sheets of the shipped models
+    python pipelines/pretrain_video.py --resume-flow --distill-minutes 8 # re-distil the one-step model only
 """
 from __future__ import annotations
 
@@ -53,6 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--assets", type=Path, default=Path("assets/video"))
     p.add_argument("--out", type=Path, default=Path("runs/pretrain_video"))
     p.add_argument("--pictures-only", action="store_true", help="load the checkpoints in --assets and draw them")
+    p.add_argument("--resume-flow", action="store_true", help="load the flow from --assets and only (re)distil the one-step model")
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
     world = WorldConfig(size=MODEL["image_size"], frames=MODEL["frames"], fps=MODEL["fps"])
@@ -61,12 +63,17 @@ def main(argv: list[str] | None = None) -> int:
         flow, student = load_generator(args.assets / "tiny_video_flow"), load_generator(args.assets / "tiny_video_one_step")
     else:
         torch.manual_seed(args.seed)
-        flow = TinyVideoFlowGenerator(TinyVideoFlowConfig(**MODEL, num_steps=args.teacher_steps))
         random_student = TinyVideoOneStepGenerator(TinyVideoOneStepConfig(**MODEL))
-        start = time.perf_counter()
-        losses = fit(flow, flow_loss(flow, world, args.batch), args.flow_steps, args.lr, args.flow_minutes, args.seed, "video flow matching")
-        metrics["flow"] = {"steps": len(losses), "seconds": round(time.perf_counter() - start, 1),
-                           "loss_first20": round(sum(losses[:20]) / 20, 4), "loss_last20": round(sum(losses[-20:]) / 20, 4)}
+        if args.resume_flow:
+            flow = load_generator(args.assets / "tiny_video_flow")
+            metrics["flow"] = json.loads((args.assets / "pretrain_metrics.json").read_text())["flow"]
+        else:
+            flow = TinyVideoFlowGenerator(TinyVideoFlowConfig(**MODEL, num_steps=args.teacher_steps))
+            start = time.perf_counter()
+            losses = fit(flow, flow_loss(flow, world, args.batch), args.flow_steps, args.lr, args.flow_minutes, args.seed,
+                         "video flow matching")
+            metrics["flow"] = {"steps": len(losses), "seconds": round(time.perf_counter() - start, 1),
+                               "loss_first20": round(sum(losses[:20]) / 20, 4), "loss_last20": round(sum(losses[-20:]) / 20, 4)}
         student = TinyVideoOneStepGenerator(TinyVideoOneStepConfig(**MODEL, parametrization="flow_residual"))
         student.backbone.load_state_dict(flow.backbone.state_dict())
         flow.requires_grad_(False)
@@ -89,8 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = torch.tensor([0, 5, 10, 15, 16, 21, 26, 31])  # 8 prompts: every colour, both shapes, every motion
     for name, x in (("renders", renders), ("flow", flow_x), ("one_step", student_x)):
         r = ObjectColorReward()(x, prompts, [{}] * len(prompts))
-        for path in save_samples(x[rows], args.out / f"{name}.png", [prompts[i] for i in rows], rewards=r[rows]):
-            print("wrote", path)
+        path = save_samples(x[rows], args.out / f"{name}.png", [prompts[i] for i in rows], rewards=r[rows])
+        print("wrote", path, "and", path.with_suffix(".gif"))
     return 0
 
 

@@ -11,6 +11,7 @@ from typing import Sequence
 import torch
 
 from visalign import Reward
+from visalign.core import require_modality
 
 
 class CenteredObject(Reward):
@@ -29,8 +30,7 @@ class CenteredObject(Reward):
         self.threshold = threshold
 
     def __call__(self, samples: torch.Tensor, prompts: Sequence[str], metadata: Sequence[dict]) -> torch.Tensor:
-        if samples.dim() != 4:
-            raise ValueError(f"CenteredObject expects images B×C×H×W, got shape {tuple(samples.shape)}")
+        require_modality(samples, ("image",), self.name)
         x = samples.float()
         b, _, h, w = x.shape
         border = torch.cat([x[:, :, 0], x[:, :, -1], x[:, :, :, 0], x[:, :, :, -1]], dim=2)

@@ -20,7 +20,7 @@ _EXPORTS = {
     )},
     **{name: "visalign.generators" for name in (
         "ToyOneStepGenerator", "ToyFlowGenerator", "TinyOneStepGenerator", "TinyFlowGenerator",
-        "DiffusersPipelineGenerator",
+        "DiffusersPipelineGenerator", "TinyVideoOneStepGenerator", "TinyVideoFlowGenerator", "TinyAudioVideoFlowGenerator",
     )},
     **{name: "visalign.algorithms" for name in (
         "RWTD", "RWTDConfig", "FestDPO", "FestDPOConfig", "RWR", "RWRConfig", "RewardBackprop", "RewardBackpropConfig",

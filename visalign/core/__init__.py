@@ -16,7 +16,7 @@ _EXPORTS = {
     "Policy": "policy",
     **{name: "audio_video" for name in ("AudioVideoFlowModel", "MODALITIES")},
     **{name: "reward" for name in ("REWARDS", "FunctionReward", "Reward", "WeightedReward", "build_reward", "get_reward",
-                                   "register_reward", "score")},
+                                   "register_reward", "require_modality", "score")},
     **{name: "prompts" for name in ("PROMPT_SOURCES", "PromptList", "PromptSource", "Unconditional", "build_prompt_source",
                                     "register_prompt_source")},
     **{name: "types" for name in ("PromptBatch", "Rollout", "Samples", "modality_of", "flatten_samples")},

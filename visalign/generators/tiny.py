@@ -190,8 +190,18 @@ class TinyOneStepGenerator(_TinyImageMixin, Generator):
         return torch.tanh(noise - out if self.config.parametrization == "flow_residual" else out)
 
 
+class _PromptFlowMixin:
+    """Euler sampling with the empty prompt standing in for ``cond=None``; pixel-space samples clamped to [-1, 1]."""
+
+    def generate(self, noise: torch.Tensor, cond: TextCond | None = None, num_steps: int | None = None) -> Any:
+        return super().generate(noise, self._cond(cond, noise.shape[0]), num_steps)
+
+    def decode(self, latents: torch.Tensor) -> Any:
+        return latents.clamp(-1.0, 1.0)
+
+
 @register_generator("tiny_flow")
-class TinyFlowGenerator(_TinyImageMixin, FlowModel):
+class TinyFlowGenerator(_TinyImageMixin, _PromptFlowMixin, FlowModel):
     """Few-step flow-matching generator; velocity from the tiny backbone at timestep ``t·1000``; samples clamped to [-1, 1]."""
 
     kind: ClassVar[str] = "few_step"
@@ -201,11 +211,5 @@ class TinyFlowGenerator(_TinyImageMixin, FlowModel):
         super().__init__(config or TinyFlowConfig())
         self.backbone = TinyBackbone(self.config)
 
-    def generate(self, noise: torch.Tensor, cond: TextCond | None = None, num_steps: int | None = None) -> torch.Tensor:
-        return super().generate(noise, self._cond(cond, noise.shape[0]), num_steps)
-
     def velocity(self, x: torch.Tensor, t: torch.Tensor, cond: Any = None) -> torch.Tensor:
         return self.backbone(x, t * 1000.0, self._cond(cond, x.shape[0]))
-
-    def decode(self, latents: torch.Tensor) -> torch.Tensor:
-        return latents.clamp(-1.0, 1.0)

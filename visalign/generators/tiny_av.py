@@ -20,6 +20,7 @@ from ..core.audio_video import AudioVideoFlowModel
 from ..core.config import check
 from ..core.generator import register_generator
 from .text_encoder import TinyTextEncoder
+from .tiny import _PromptFlowMixin
 from .tiny_video import TextCond, TimeTextEmbedding, TinyVideoFlowConfig, TokenTower, _TinyVideoMixin, tokens_to_video, video_to_tokens
 
 
@@ -83,7 +84,7 @@ class TinyAudioVideoBackbone(nn.Module):
 
 
 @register_generator("tiny_av_flow")
-class TinyAudioVideoFlowGenerator(_TinyVideoMixin, AudioVideoFlowModel):
+class TinyAudioVideoFlowGenerator(_TinyVideoMixin, _PromptFlowMixin, AudioVideoFlowModel):
     """Few-step flow-matching audio-video generator on the flat ``[video | audio]`` latent (see module docstring)."""
 
     kind: ClassVar[str] = "few_step"
@@ -103,9 +104,6 @@ class TinyAudioVideoFlowGenerator(_TinyVideoMixin, AudioVideoFlowModel):
 
     def tower_patterns(self) -> dict[str, list[str]]:
         return {"video": [r"^backbone\.video_tower\."], "audio": [r"^backbone\.audio_tower\."]}
-
-    def generate(self, noise: torch.Tensor, cond: TextCond | None = None, num_steps: int | None = None) -> dict:
-        return super().generate(noise, self._cond(cond, noise.shape[0]), num_steps)
 
     def velocity(self, x: torch.Tensor, t: torch.Tensor, cond: Any = None) -> torch.Tensor:
         return self.backbone(x, t, self._cond(cond, x.shape[0]))

@@ -22,6 +22,7 @@ from ..core.config import check
 from ..core.flow import FlowModel
 from ..core.generator import Generator, register_generator
 from .text_encoder import TinyTextEncoder
+from .tiny import _PromptFlowMixin, _TinyImageMixin
 
 TextCond = tuple[torch.Tensor, torch.Tensor]
 
@@ -176,21 +177,14 @@ class TinyVideoBackbone(nn.Module):
         return tokens_to_video(tower.out(h), c.video_shape, c.patch_size).to(x.dtype)
 
 
-class _TinyVideoMixin:
-    """Noise shape and prompt encoding shared by the video generators (``None`` prompts mean the empty prompt)."""
+class _TinyVideoMixin(_TinyImageMixin):
+    """Prompt encoding as for images (``None`` prompts mean the empty prompt); noise shaped like one clip."""
 
     config: TinyVideoConfig
-    backbone: nn.Module
 
     @property
     def noise_shape(self) -> tuple[int, ...]:
         return self.config.video_shape
-
-    def encode(self, prompts: Sequence[str] | None) -> TextCond | None:
-        return None if prompts is None else self.backbone.encode(prompts)
-
-    def _cond(self, cond: TextCond | None, batch: int) -> TextCond:
-        return self.backbone.encode([""] * batch) if cond is None else cond
 
 
 @register_generator("tiny_video_one_step")
@@ -214,7 +208,7 @@ class TinyVideoOneStepGenerator(_TinyVideoMixin, Generator):
 
 
 @register_generator("tiny_video_flow")
-class TinyVideoFlowGenerator(_TinyVideoMixin, FlowModel):
+class TinyVideoFlowGenerator(_TinyVideoMixin, _PromptFlowMixin, FlowModel):
     """Few-step flow-matching video generator in pixel space; samples clamped to [-1, 1]."""
 
     kind: ClassVar[str] = "few_step"
@@ -224,14 +218,8 @@ class TinyVideoFlowGenerator(_TinyVideoMixin, FlowModel):
         super().__init__(config or TinyVideoFlowConfig())
         self.backbone = TinyVideoBackbone(self.config)
 
-    def generate(self, noise: torch.Tensor, cond: TextCond | None = None, num_steps: int | None = None) -> torch.Tensor:
-        return super().generate(noise, self._cond(cond, noise.shape[0]), num_steps)
-
     def velocity(self, x: torch.Tensor, t: torch.Tensor, cond: Any = None) -> torch.Tensor:
         return self.backbone(x, t, self._cond(cond, x.shape[0]))
-
-    def decode(self, latents: torch.Tensor) -> torch.Tensor:
-        return latents.clamp(-1.0, 1.0)
 
 
 __all__ = ["TinyVideoConfig", "TinyVideoFlowConfig", "TinyVideoOneStepConfig", "TinyVideoBackbone", "TokenTower",
