@@ -13,7 +13,7 @@ _add_builtin_loader(_builtins.load)
 _EXPORTS = {
     **{name: "visalign.core" for name in (
         "Policy", "Generator", "FlowModel", "AudioVideoFlowModel", "SDETrajectory", "Reward", "Algorithm", "Evaluation", "OwnedModel",
-        "TrainContext", "PromptBatch", "Rollout", "PromptSource", "PromptList", "modality_of",
+        "TrainContext", "UpdatePlan", "PromptBatch", "Rollout", "PromptSource", "PromptList", "modality_of",
         "Unconditional", "FunctionReward", "WeightedReward", "ConfigError", "register_reward", "register_algorithm",
         "register_generator", "register_prompt_source", "get_reward", "build_reward", "build_generator", "TokenFeatures",
         "build_algorithm", "build_prompt_source", "load_generator",
@@ -27,7 +27,7 @@ _EXPORTS = {
     "measure_adapter_step": "visalign.benchmarks.adapter_memory",
     **{name: "visalign.algorithms" for name in (
         "RWTD", "RWTDConfig", "FestDPO", "FestDPOConfig", "RWR", "RWRConfig", "RewardBackprop", "RewardBackpropConfig",
-        "FlowGRPO", "FlowGRPOConfig", "DiffusionNFT", "DiffusionNFTConfig", "CoRe", "CoReConfig",
+        "FlowGRPO", "FlowGRPOConfig", "DiffusionNFT", "DiffusionNFTConfig", "CoRe", "CoReConfig", "AVGRPO", "AVGRPOConfig",
     )},
     **{name: "visalign.rewards.latent" for name in (
         "LatentReward", "LatentRewardConfig", "LatentPairs", "build_lrm", "load_lrm", "save_lrm", "train_lrm",

@@ -10,3 +10,4 @@ def load() -> None:
     from .toys import moving_shapes  # noqa: F401
     from .vvr import source  # noqa: F401
     from .poem import flow as poem_flow  # noqa: F401
+    from .toys import av_toy  # noqa: F401

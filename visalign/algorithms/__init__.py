@@ -1,4 +1,6 @@
-"""Alignment objectives (registered by name): rwtd, festdpo, rwr, reward_backprop, flow_grpo, diffusion_nft, core."""
+"""Alignment objectives (registered by name): rwtd, festdpo, rwr, reward_backprop, flow_grpo, diffusion_nft, core,
+av_grpo."""
+from .av_grpo import AVGRPO, AVGRPOConfig
 from .core_coevolve import CoRe, CoReConfig
 from .diffusion_nft import DiffusionNFT, DiffusionNFTConfig
 from .festdpo import FestDPO, FestDPOConfig, PreferencePairs, dpo_loss, preference_labels
@@ -13,7 +15,7 @@ from .transport import (barycentric_projection, beta_for_ess, effective_sample_s
 __all__ = [
     "RWTD", "RWTDConfig", "FestDPO", "FestDPOConfig", "PreferencePairs", "RWR", "RWRConfig",
     "RewardBackprop", "RewardBackpropConfig", "FlowGRPO", "FlowGRPOConfig", "DiffusionNFT", "DiffusionNFTConfig", "CoRe",
-    "CoReConfig",
+    "CoReConfig", "AVGRPO", "AVGRPOConfig",
     "tilted_weights", "effective_sample_size", "beta_for_ess", "mixture_target", "transport_plan",
     "barycentric_projection", "partial_step", "transport_targets",
     "bandwidth", "kde_log_prob", "multi_bandwidth_log_prob", "dpo_loss", "preference_labels",

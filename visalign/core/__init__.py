@@ -8,7 +8,7 @@ from typing import Any
 
 _EXPORTS = {
     **{name: "algorithm" for name in ("ALGORITHMS", "Algorithm", "Evaluation", "OwnedModel", "TrainContext",
-                                      "build_algorithm", "register_algorithm")},
+                                      "UpdatePlan", "build_algorithm", "register_algorithm")},
     **{name: "config" for name in ("ConfigError", "apply_overrides", "from_dict", "load_yaml", "option",
                                    "describe_config")},
     **{name: "flow" for name in ("FlowModel", "SDETrajectory", "flow_sigmas", "noise_latents")},

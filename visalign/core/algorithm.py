@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar
 
 import torch
 from torch import nn
@@ -17,6 +17,11 @@ from .types import PromptBatch, Rollout, Samples
 ALGORITHMS: Registry["Algorithm"] = Registry("algorithm", entry_point_group="visalign.algorithms")
 
 
+def local_flag(flag: bool) -> bool:
+    """``TrainContext.any_rank`` of a single process: the flag itself."""
+    return flag
+
+
 def register_algorithm(name: str):
     """Class decorator: make an algorithm selectable by ``algorithm: {name: ...}`` in a config."""
     return ALGORITHMS.register(name)
@@ -27,7 +32,9 @@ class TrainContext:
     """What an algorithm sees of the run: models, reward, device and the current step.
 
     ``reward_components`` collects, per reward component, every score computed through :meth:`score` since the
-    trainer last cleared it (the trainer logs their means); ``num_scored`` counts the samples scored so far."""
+    trainer last cleared it (the trainer logs their means); ``num_scored`` counts the samples scored so far.
+    ``any_rank(flag)`` is True when ``flag`` is True on any rank (the trainer reduces across processes), so that
+    decisions taken from one rank's data (skip a step on a non-finite advantage) agree everywhere."""
 
     policy: Policy
     reference: Policy | None
@@ -38,6 +45,7 @@ class TrainContext:
     extras: dict[str, Any] = field(default_factory=dict)
     reward_components: dict[str, list[torch.Tensor]] = field(default_factory=dict)
     num_scored: int = 0
+    any_rank: Callable[[bool], bool] = local_flag
 
     def score(self, samples: Samples, batch: PromptBatch) -> torch.Tensor:
         """Validated rewards for a batch (clear error on wrong shape or NaN)."""
@@ -56,6 +64,20 @@ class Evaluation:
     samples: Samples
     rewards: torch.Tensor
     metrics: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class UpdatePlan:
+    """How the trainer applies one step's update (:meth:`Algorithm.update_plan`).
+
+    ``frozen``: names in ``policy.trainable_module().named_parameters()`` whose gradients are dropped before the
+    optimizer step (after the cross-rank sync), so neither those weights nor their AdamW moments move this step.
+    ``reset_optimizer``: clear the policy optimizer's state (moments, step counts) before this step's update.
+    ``skip``: compute no loss and take no optimizer step (the LR schedule and the step counter still advance)."""
+
+    frozen: frozenset[str] = frozenset()
+    reset_optimizer: bool = False
+    skip: bool = False
 
 
 @dataclass
@@ -86,7 +108,8 @@ class Algorithm(ABC):
 
     Members the trainer reads: ``needs_reference`` (build a frozen reference), ``updates_per_rollout`` (optimizer
     steps per rollout), ``samples_per_prompt`` (generator samples one rollout draws per prompt; the budget methods are
-    compared under) and ``owned_models`` (models the algorithm trains itself through :meth:`refit_loss`)."""
+    compared under), ``owned_models`` (models the algorithm trains itself through :meth:`refit_loss`) and
+    ``update_plan`` (which parameters a step updates, whether it clears the optimizer state or is skipped)."""
 
     name: ClassVar[str] = ""
     config_class: ClassVar[type | None] = None
@@ -124,6 +147,11 @@ class Algorithm(ABC):
         """Default: one policy sample per prompt (noise from ``generator``), scored by the context's reward."""
         samples = ctx.policy.sample(batch.prompts, generator=generator)
         return Evaluation(samples, ctx.score(samples, batch))
+
+    def update_plan(self, ctx: TrainContext, rollouts: list[Rollout]) -> UpdatePlan:
+        """Called once per step after the rollouts, before any loss: every parameter updated, nothing reset, by
+        default. Algorithms that train parts of the policy in turn return the frozen names and reset points here."""
+        return UpdatePlan()
 
     def owned_models(self) -> dict[str, OwnedModel]:
         """Models this algorithm trains itself, by name (built in :meth:`setup`); none by default."""

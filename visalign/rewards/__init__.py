@@ -12,6 +12,7 @@ from .ocr import OCRReward
 from .pickscore import PickScore
 from .remote import RemoteReward, RemoteRewardError
 from .vlm_judge import VLMJudge
+from . import av_verifiers  # noqa: F401  (av_video_quality, av_audio_quality, av_*_alignment, av_desync)
 
 __all__ = ["aesthetic", "clip", "hps", "image_reward", "image_stats", "multi", "ocr", "pickscore", "remote", "toy", "latent", "smooth_images", "video",
            "vlm_judge", "vvr", "CLIPScore", "HPSv2", "ImageReward", "LaionAesthetic", "MultiReward", "OCRReward",

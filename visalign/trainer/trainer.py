@@ -19,7 +19,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from ..core.algorithm import Algorithm, TrainContext
+from ..core.algorithm import Algorithm, TrainContext, UpdatePlan
 from ..core.config import ConfigError
 from ..core.errors import CheckpointError
 from ..core.integrity import read_json, write_text_atomic
@@ -152,7 +152,8 @@ class Trainer:
         if cfg.gradient_checkpointing:
             self.policy.enable_gradient_checkpointing()
         self.shard_units = self._shard()
-        self.ctx = TrainContext(self.policy, self.reference, reward, self.accelerator.device, autocast=self.accelerator.autocast)
+        self.ctx = TrainContext(self.policy, self.reference, reward, self.accelerator.device, autocast=self.accelerator.autocast,
+                                any_rank=self._any_rank)
         algorithm.setup(self.ctx)
 
         self.trained = self._optimised(policy.trainable_module(), cfg.learning_rate, cfg.weight_decay, tuple(cfg.adam_betas),
@@ -330,14 +331,19 @@ class Trainer:
                 cb.on_rollout_end(self, rollout)
             rollouts.append(rollout)
         metrics: dict[str, list[float]] = {}
-        for _ in range(self.algorithm.updates_per_rollout):
+        plan = self.algorithm.update_plan(self.ctx, rollouts)
+        if plan.reset_optimizer:
+            self.trained.optimizer.state.clear()
+        if plan.skip:
+            metrics["skipped"] = [1.0]
+        for _ in range(0 if plan.skip else self.algorithm.updates_per_rollout):
             for rollout in rollouts:
                 with acc.autocast():
                     loss, m = self.algorithm.loss(self.ctx, rollout)
                 self._backward(loss, 1 / cfg.grad_accum, f"{self.algorithm.name}: non-finite loss {{}} at step {self.step}")
                 for k, v in {"loss": loss.item(), **m}.items():
                     metrics.setdefault(k, []).append(float(v))
-            self._update(self.trained, metrics, "grad_norm")
+            self._update(self.trained, metrics, "grad_norm", self._frozen_params(plan))
         self.trained.scheduler.step()
         self._refit_owned(rollouts, metrics)
         self.step += 1
@@ -352,12 +358,35 @@ class Trainer:
             raise FloatingPointError(message.format(loss.item()))
         self.accelerator.backward(loss * scale)
 
-    def _update(self, model: TrainedModel, metrics: dict[str, list[float]], norm_key: str) -> None:
-        """Sync gradients across ranks (FSDP already reduce-scattered a sharded policy's), clip, step, clear, and
-        update the EMA."""
+    def _frozen_params(self, plan: UpdatePlan) -> list[nn.Parameter]:
+        """The policy parameters ``plan`` freezes this step; an unknown name is an error."""
+        if not plan.frozen:
+            return []
+        named = dict(self.policy.trainable_module().named_parameters())
+        unknown = sorted(set(plan.frozen) - set(named))
+        if unknown:
+            raise KeyError(f"{self.algorithm.name}: update plan freezes unknown parameters {unknown[:5]}")
+        return [named[n] for n in plan.frozen]
+
+    def _any_rank(self, flag: bool) -> bool:
+        """True when ``flag`` is True on any rank."""
+        if self.accelerator.num_processes == 1:
+            return bool(flag)
+        import torch.distributed as dist
+
+        value = torch.tensor([float(flag)], device=self.accelerator.device)
+        dist.all_reduce(value, op=dist.ReduceOp.MAX)
+        return bool(value.item() > 0)
+
+    def _update(self, model: TrainedModel, metrics: dict[str, list[float]], norm_key: str,
+                frozen: Sequence[nn.Parameter] = ()) -> None:
+        """Sync gradients across ranks (FSDP already reduce-scattered a sharded policy's), drop the gradients of
+        ``frozen`` parameters (AdamW then skips them), clip, step, clear, and update the EMA."""
         sharded = bool(self.shard_units) and model is self.trained
         if not sharded:
             self._all_reduce_grads(model.params)
+        for p in frozen:
+            p.grad = None
         if model.max_grad_norm:
             clip = torch.nn.utils.clip_grad_norm_ if sharded else self.accelerator.clip_grad_norm_
             norm = clip(model.params, model.max_grad_norm)

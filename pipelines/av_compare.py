@@ -1,0 +1,261 @@
+"""AV-GRPO against joint GRPO, video-SDE-only and per-modality-routed GRPO on one base audio-video flow model.
+
+Per method (``av_grpo`` modes anchored / joint / video_sde / routed, same steps, prompts, learning rate and reward):
+desync, each modality's quality and prompt alignment before -> after on a fixed evaluation set (same prompts and
+noise; paired standard errors), rollouts used (generator samples drawn, the anchored reference draw included),
+seconds per step, and the rollouts AV-GRPO needed to first match joint GRPO's final desync gain (evaluated every
+``--eval-every`` steps). Also: Spearman correlation, within groups, between the trained modality's advantage and its
+own quality metric in anchored rollouts (and, for contrast, in joint rollouts). Writes ``results.json``, a contact
+sheet (frames with the waveform under them, base and after each method) and the desync curves.
+
+    python pipelines/av_compare.py --model toy            # toy two-tower MLP flow (visalign.toys.av_toy), ~6 min
+    python pipelines/av_compare.py --model tiny_av --checkpoint assets/av/tiny_av_flow   # the tiny transformer AV model
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import time
+from pathlib import Path
+
+import torch
+
+from visalign.core import PromptList, build_algorithm, build_reward, load_generator
+from visalign.core.types import cat_samples, index_samples
+from visalign.trainer import Trainer, TrainerCallback, TrainerConfig
+
+METHODS = {"av_grpo": "anchored", "joint_grpo": "joint", "video_sde": "video_sde", "routed": "routed"}
+COMPONENTS = {"av_video_quality": 10.0, "av_audio_quality": 0.05, "av_video_alignment": 1.0, "av_audio_alignment": 1.0,
+              "av_desync": 1.0}  # weights of the summed reward (joint / video_sde): each component's spread ~ 1
+REPORTED = ["av_desync", "av_video_quality", "av_audio_quality", "av_video_alignment", "av_audio_alignment"]
+
+
+def make_reward():
+    return build_reward({"name": "multi", "rewards": [{"name": k, "weight": w} for k, w in COMPONENTS.items()]})
+
+
+def toy_base(path: Path, steps: int, seed: int = 0):
+    """The toy AV flow pretrained by flow matching on clips whose audio is up to one half frame early or late."""
+    from visalign.toys.av_toy import ToyAVConfig, ToyAVFlow, toy_av_data
+
+    if (path / "generator.json").is_file():
+        return load_generator(path)
+    torch.manual_seed(seed)
+    model = ToyAVFlow(ToyAVConfig(hidden=128, layers=3, num_steps=4))
+    opt = torch.optim.AdamW(model.parameters(), lr=2e-3)
+    g = torch.Generator().manual_seed(seed)
+    prompts = world_prompts()
+    for step in range(steps):
+        batch = [prompts[i] for i in torch.randint(len(prompts), (256,), generator=g).tolist()]
+        x0 = toy_av_data(batch, model.config, g, max_jitter=1)
+        loss = model.flow_matching_loss(x0, model.encode(batch), generator=g)
+        opt.zero_grad()
+        loss.backward()
+        for group in opt.param_groups:
+            group["lr"] = 2e-3 * 0.5 * (1 + torch.cos(torch.tensor(step / steps * 3.14159)).item())
+        opt.step()
+    model.save_pretrained(path)
+    return model
+
+
+def world_prompts() -> list[str]:
+    from visalign.toys.moving_shapes import all_prompts
+
+    return all_prompts(audio=True)
+
+
+def toy_prompts() -> list[str]:
+    return [f"a red circle bouncing left to right with a {p} beep" for p in ("low", "high")]
+
+
+def per_sample_metrics(model, prompts: list[str], seed: int) -> tuple[dict[str, torch.Tensor], dict]:
+    reward = make_reward()
+    with torch.no_grad():
+        samples = model.sample(prompts, generator=torch.Generator().manual_seed(seed))
+    reward(samples, prompts, [{}] * len(prompts))
+    return {k: v.float() for k, v in reward.components().items()}, samples
+
+
+def paired(before: torch.Tensor, after: torch.Tensor) -> dict[str, float]:
+    diff = after - before
+    return {"before": round(float(before.mean()), 4), "after": round(float(after.mean()), 4),
+            "delta": round(float(diff.mean()), 4), "se": round(float(diff.std() / diff.numel() ** 0.5), 4)}
+
+
+class Clock(TrainerCallback):
+    """Wall time of the training steps alone (rollout to update)."""
+
+    def __init__(self) -> None:
+        self.seconds, self._start = 0.0, 0.0
+
+    def on_rollout_begin(self, trainer) -> None:
+        if not self._start:
+            self._start = time.perf_counter()
+
+    def on_step_end(self, trainer, metrics) -> None:
+        self.seconds += time.perf_counter() - self._start
+        self._start = 0.0
+
+
+def spearman(a: torch.Tensor, b: torch.Tensor) -> float:
+    ra, rb = a.argsort().argsort().float(), b.argsort().argsort().float()
+    ra, rb = ra - ra.mean(), rb - rb.mean()
+    return float((ra * rb).sum() / ((ra.norm() * rb.norm()) + 1e-12))
+
+
+def advantage_correlation(base, prompts: list[str], group: int, seed: int) -> dict[str, float]:
+    """Mean within-group Spearman ρ between a modality's advantage and (a) its own quality metric, (b) its own
+    modality-only score (quality and alignment z-scored in the group and summed, desync left out), in anchored
+    rollouts and in rollouts where both modalities are sampled (routed)."""
+    from visalign.rewards.multi import group_normalize
+
+    from visalign.algorithms.av_grpo import AVGRPO, AVGRPOConfig
+    from visalign.core.algorithm import TrainContext
+    from visalign.core.types import PromptBatch
+
+    out = {}
+    for mode in ("anchored", "routed"):
+        for modality in ("video", "audio"):
+            algo = AVGRPO(AVGRPOConfig(mode=mode, group_size=group))
+            algo.modality = modality
+            ctx = TrainContext(base, None, make_reward(), torch.device("cpu"))
+            rollout = algo.rollout(ctx, PromptBatch(prompts), torch.Generator().manual_seed(seed))
+            adv = rollout.extras["advantages"][modality].reshape(len(prompts), group)
+            comps = ctx.reward.components()
+            quality = comps[f"av_{modality}_quality"].float()
+            own = group_normalize(quality, group) + group_normalize(comps[f"av_{modality}_alignment"].float(), group)
+            name = "anchored" if mode == "anchored" else "both_sde"
+            for what, metric in (("quality", quality), ("own_score", own)):
+                metric = metric.reshape(len(prompts), group)
+                rhos = [spearman(a, o) for a, o in zip(adv, metric) if o.std() > 0]
+                out[f"{name}/{modality}/{what}"] = round(sum(rhos) / max(len(rhos), 1), 3)
+    return out
+
+
+def train(method: str, base_path: Path, prompts: list[str], args, out: Path):
+    policy = load_generator(base_path)
+    reference = load_generator(base_path).frozen_copy()
+    algo = build_algorithm({"name": "av_grpo", "mode": METHODS[method], "group_size": args.group, "num_steps": args.num_steps,
+                            "steps_per_modality": args.steps_per_modality, "noise_video": args.noise_video,
+                            "noise_audio": args.noise_audio, "kl_video": args.kl_video, "kl_audio": args.kl_audio,
+                            "order": args.order,
+                            **({"video_rewards": args.video_rewards} if args.video_rewards else {}),
+                            **({"audio_rewards": args.audio_rewards} if args.audio_rewards else {})})
+    cfg = TrainerConfig(steps=args.steps, prompts_per_step=args.prompts_per_step, learning_rate=args.lr, max_grad_norm=1.0,
+                        eval_every=args.eval_every, eval_batch_size=args.eval_size, log_with=[], progress=True,
+                        output_dir=str(out / method), seed=args.seed)
+    shutil.rmtree(out / method, ignore_errors=True)  # a fresh metrics.jsonl
+    clock = Clock()
+    trainer = Trainer(policy, algo, make_reward(), PromptList(prompts), cfg, reference=reference, callbacks=[clock])
+    trainer.train()
+    curve = [(r["step"], r["eval/av_desync"]) for r in trainer.history if "eval/av_desync" in r]
+    return policy, {"rollouts": args.steps * args.prompts_per_step * algo.samples_per_prompt,
+                    "rollouts_per_step": args.prompts_per_step * algo.samples_per_prompt,
+                    "seconds_per_step": round(clock.seconds / args.steps, 3), "desync_curve": curve}
+
+
+def rollouts_to_match(curve: list[tuple[int, float]], base: float, target_gain: float, per_step: int) -> int | None:
+    """Rollouts at the first evaluation whose desync gain over ``base`` reaches ``target_gain`` (None: never)."""
+    for step, value in curve:
+        if value - base >= target_gain:
+            return step * per_step
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", choices=["toy", "tiny_av"], default="toy")
+    p.add_argument("--checkpoint", type=Path, default=None, help="tiny_av: the pretrained model folder")
+    p.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
+    p.add_argument("--steps", type=int, default=320)
+    p.add_argument("--steps-per-modality", type=int, default=4, help="AV-GRPO block length (a large value and --order "
+                   "train one modality only)")
+    p.add_argument("--order", nargs=2, default=["video", "audio"], help="AV-GRPO: the modality trained first")
+    p.add_argument("--video-rewards", nargs="+", default=None, help="video reward set (default: quality, alignment, desync)")
+    p.add_argument("--audio-rewards", nargs="+", default=None, help="audio reward set (default: quality, alignment, desync)")
+    p.add_argument("--prompts-per-step", type=int, default=2)
+    p.add_argument("--group", type=int, default=8)
+    p.add_argument("--num-steps", type=int, default=4)
+    p.add_argument("--noise-video", type=float, default=0.2)
+    p.add_argument("--noise-audio", type=float, default=0.7)
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--kl-video", type=float, default=0.01)
+    p.add_argument("--kl-audio", type=float, default=0.002)
+    p.add_argument("--eval-every", type=int, default=32)
+    p.add_argument("--eval-size", type=int, default=64)
+    p.add_argument("--pretrain-steps", type=int, default=3000)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", type=Path, default=Path("runs/av_compare"))
+    args = p.parse_args(argv)
+    torch.set_num_threads(1)
+    args.out.mkdir(parents=True, exist_ok=True)
+    if args.model == "toy":
+        base_path = Path("assets/av_toy/toy_av_flow")
+        toy_base(base_path, args.pretrain_steps, args.seed)
+        prompts = toy_prompts()
+    else:
+        if args.checkpoint is None or not (args.checkpoint / "generator.json").is_file():
+            raise SystemExit(f"--model tiny_av needs --checkpoint with a pretrained model folder, got {args.checkpoint}")
+        base_path, prompts = args.checkpoint, world_prompts()
+    eval_prompts = [prompts[i % len(prompts)] for i in range(args.eval_size)]
+    base = load_generator(base_path)
+    before, base_samples = per_sample_metrics(base, eval_prompts, seed=10_000)
+    results = {"model": args.model, "settings": {k: str(v) for k, v in vars(args).items()},
+               "advantage_spearman_vs_own_quality": advantage_correlation(
+                   base, [prompts[i % len(prompts)] for i in range(16)], args.group, args.seed),
+               "methods": {}}
+    print(json.dumps(results["advantage_spearman_vs_own_quality"]))
+    shown = {"base": base_samples}
+    for method in args.methods:
+        policy, info = train(method, base_path, prompts, args, args.out)
+        after, samples = per_sample_metrics(policy, eval_prompts, seed=10_000)
+        shown[method] = samples
+        info["metrics"] = {k: paired(before[k], after[k]) for k in REPORTED}
+        results["methods"][method] = info
+        print(method, json.dumps(info["metrics"]), info["rollouts"], info["seconds_per_step"])
+    if "av_grpo" in results["methods"] and "joint_grpo" in results["methods"]:
+        joint, ours = results["methods"]["joint_grpo"], results["methods"]["av_grpo"]
+        start = joint["desync_curve"][0][1]  # the trainer's evaluation at step 0 (the same for every method)
+        gain = joint["desync_curve"][-1][1] - start
+        need = rollouts_to_match(ours["desync_curve"], start, gain, ours["rollouts_per_step"]) if gain > 0 else None
+        results["budget"] = {"joint_desync_gain": round(gain, 4), "joint_rollouts": joint["rollouts"],
+                             "av_grpo_rollouts_to_match": need,
+                             "ratio": round(need / joint["rollouts"], 3) if need is not None else None}
+    (args.out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    print_table(results)
+    draw(shown, eval_prompts, args.out / "before_after.png")
+    return 0
+
+
+def print_table(results: dict) -> None:
+    print(f"\n{'method':<11} {'rollouts':>8} {'s/step':>6}  " + "  ".join(f"{k.removeprefix('av_'):>26}" for k in REPORTED))
+    for method, info in results["methods"].items():
+        cells = "  ".join(f"{m['before']:>7.3f} -> {m['after']:>7.3f} ±{m['se']:.3f}".rjust(26) for m in
+                          (info["metrics"][k] for k in REPORTED))
+        print(f"{method:<11} {info['rollouts']:>8} {info['seconds_per_step']:>6.2f}  {cells}")
+    if "budget" in results:
+        print("budget:", json.dumps(results["budget"]))
+
+
+def draw(shown: dict, prompts: list[str], path: Path, rows: int = 2) -> None:
+    """Contact sheet: for the ``rows`` evaluation items whose base sample is most out of sync, the base sample and
+    each method's (same prompt and noise)."""
+    from visalign.rewards.av_verifiers import Desync
+    from visalign.trainer.media import contact_sheet
+
+    base_desync = Desync()(shown["base"], prompts, [{}] * len(prompts))
+    picked, captions = [], []
+    for i in base_desync.argsort()[:rows].tolist():
+        for name, samples in shown.items():
+            item = index_samples(samples, slice(i, i + 1))
+            lag = float(-Desync()(item, prompts[i: i + 1], [{}])[0])
+            picked.append(item)
+            captions.append(f"{name}: desync {lag:.2f} fr | {prompts[i]}")
+    sheet = cat_samples(picked)
+    contact_sheet(sheet["video"], path, captions, audio=sheet["audio"])
+    print("wrote", path)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
