@@ -9,3 +9,4 @@ def load() -> None:
     from .text import algorithms as text_algorithms, rewards as text_rewards, tasks  # noqa: F401
     from .vvr import source  # noqa: F401
     from .poem import flow as poem_flow  # noqa: F401
+    from .reflection import algorithm as reflection, counting as reflection_counting  # noqa: F401
