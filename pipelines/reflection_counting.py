@@ -97,7 +97,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--sft-steps", type=int, default=800)
-    parser.add_argument("--rl-steps", type=int, default=300)
+    parser.add_argument("--rl-steps", type=int, default=600)
     parser.add_argument("--text-lr", type=float, default=1e-3)
     parser.add_argument("--flow-lr", type=float, default=3e-4)
     parser.add_argument("--eval-per-count", type=int, default=100)

@@ -71,9 +71,12 @@ def group_advantages(rewards: torch.Tensor, malformed: torch.Tensor, group_size:
         raise ValueError(f"rewards must be [N] with N a multiple of group_size={group_size}, got {tuple(rewards.shape)}")
     if not torch.isfinite(rewards).all():
         raise ValueError("trajectory rewards contain NaN or inf")
-    r = rewards.float().view(-1, group_size)
+    r = rewards.double().view(-1, group_size)
+    centered = r - r.mean(1, keepdim=True)
+    constant = r.amax(1, keepdim=True) == r.amin(1, keepdim=True)  # exactly 0, whatever the mean's rounding
+    centered = torch.where(constant, torch.zeros_like(centered), centered)
     std = r.std(1, unbiased=False, keepdim=True).clamp(min=cfg.std_floor)
-    adv = ((r - r.mean(1, keepdim=True)) / std).clamp(-cfg.adv_clip, cfg.adv_clip).reshape(-1)
+    adv = (centered / std).clamp(-cfg.adv_clip, cfg.adv_clip).reshape(-1).float()
     penalised = (adv.clamp(max=0) - cfg.malformed_penalty).clamp(min=-cfg.adv_clip)
     return torch.where(malformed.bool(), penalised, adv)
 

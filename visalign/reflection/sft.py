@@ -80,9 +80,9 @@ def train_sft(model: TinyReflectionModel, steps: int, batch_size: int = 256, lr:
     history = []
     for _ in tqdm(range(steps), desc="sft", disable=not progress):
         loss, metrics = sft_loss(model, teacher_batch(batch_size, generator, cfg), generator)
-        optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
         schedule.step()
         history.append(metrics)
     return history
