@@ -47,10 +47,11 @@ def evaluate(model: TinyReflectionModel, prompts: list[str], seed: int, temperat
 
 
 def train_rl(sft: TinyReflectionModel, mode: str, seed: int, steps: int, out: Path, text_lr: float,
-             flow_lr: float) -> TinyReflectionModel:
+             flow_lr: float, root_attempts: int) -> TinyReflectionModel:
     model = copy.deepcopy(sft).train()
     prompts = PromptList([prompt_for(n) for n in range(1, 6)])
-    algorithm = Reflection(ReflectionConfig(train=mode, flow_learning_rate=flow_lr, eval_best_of=0))
+    algorithm = Reflection(ReflectionConfig(train=mode, flow_learning_rate=flow_lr, eval_best_of=0,
+                                            root_resample_attempts=root_attempts))
     cfg = TrainerConfig(steps=steps, prompts_per_step=2, learning_rate=text_lr, weight_decay=0.0, seed=seed,
                         log_with=[], progress=True, output_dir=str(out), eval_batch_size=20, save_every=0,
                         max_grad_norm=1.0)
@@ -100,6 +101,9 @@ def main() -> None:
     parser.add_argument("--rl-steps", type=int, default=600)
     parser.add_argument("--text-lr", type=float, default=1e-3)
     parser.add_argument("--flow-lr", type=float, default=3e-4)
+    parser.add_argument("--root-attempts", type=int, default=8,
+                        help="re-render attempts for already-right first images (the spec's 2 left many steps with "
+                             "only right roots here, and their damage-only signal collapsed the controller to 'done')")
     parser.add_argument("--eval-per-count", type=int, default=100)
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
     parser.add_argument("--out", default="runs/reflection_counting")
@@ -118,7 +122,7 @@ def main() -> None:
         trained = {}
         for mode in args.modes:
             trained[mode] = train_rl(sft, mode, seed, args.rl_steps, out / f"seed{seed}" / f"rl_{mode}",
-                                     args.text_lr, args.flow_lr)
+                                     args.text_lr, args.flow_lr, args.root_attempts)
             results[f"rl_{mode}"].append(evaluate(trained[mode], prompts, seed=1000 + seed))
         if seed == args.seeds[0] and "both" in trained:
             trajectory_figure({"SFT": sft, "RL": trained["both"]}, prompt_for(5), out / "trajectory.png", seed=7)

@@ -1,6 +1,7 @@
 """The reflection loop and algorithm on tiny models: strict parsing, no log-prob or gradient from the first image,
 disjoint text / flow gradients for separate parts, and exact resume through the Trainer."""
 import copy
+from pathlib import Path
 
 import pytest
 import torch
@@ -184,3 +185,17 @@ def test_resume_matches_uninterrupted_run(tmp_path):
     resumed, _ = run_trainer(tmp_path / "run", steps=4, resume=str(tmp_path / "run" / "checkpoints" / "step_000002"), seed=1)
     for key, value in full.state_dict().items():
         assert torch.equal(value, resumed.state_dict()[key]), f"{key} differs after resume"
+
+
+def test_yaml_config_builds_and_trains_one_step(tmp_path):
+    from visalign.run import build_trainer, load_run_config
+
+    torch.manual_seed(0)
+    TinyReflectionModel(TinyReflectionConfig(hidden=8)).save_pretrained(tmp_path / "sft")
+    cfg = load_run_config(Path(__file__).resolve().parents[2] / "configs" / "reflection_counting.yaml", [
+        f"policy.path={tmp_path / 'sft'}", f"trainer.output_dir={tmp_path / 'rl'}", "trainer.steps=1",
+        "trainer.eval_batch_size=2", "algorithm.group_size=2", "algorithm.eval_best_of=0"])
+    trainer = build_trainer(cfg)
+    assert isinstance(trainer.algorithm, Reflection) and set(trainer.owned) == {"editor"}
+    trainer.train()
+    assert TinyReflectionModel.from_pretrained(tmp_path / "rl" / "final").config.hidden == 8

@@ -14,6 +14,8 @@ _EXPORTS = {
     **{name: "flow" for name in ("FlowModel", "SDETrajectory", "flow_sigmas")},
     **{name: "generator" for name in ("GENERATORS", "Generator", "build_generator", "load_generator", "register_generator")},
     "Policy": "policy",
+    **{name: "reflection" for name in ("Controller", "ControllerTurns", "EditConditioner", "ReflectionPair",
+                                       "ReflectionPolicy", "Turn", "parse_turn", "format_turn")},
     **{name: "audio_video" for name in ("AudioVideoFlowModel", "MODALITIES")},
     **{name: "reward" for name in ("REWARDS", "FunctionReward", "Reward", "WeightedReward", "build_reward", "get_reward",
                                    "register_reward", "score")},
