@@ -199,3 +199,35 @@ def test_yaml_config_builds_and_trains_one_step(tmp_path):
     assert isinstance(trainer.algorithm, Reflection) and set(trainer.owned) == {"editor"}
     trainer.train()
     assert TinyReflectionModel.from_pretrained(tmp_path / "rl" / "final").config.hidden == 8
+
+
+def test_a_causal_lm_critic_drives_the_loop_and_only_its_weights_get_text_gradients():
+    from visalign.reflection.text_controller import CausalLMController
+    from visalign.text import CausalLMPolicy, char_tokenizer, tiny_causal_lm
+
+    tokenizer = char_tokenizer("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 []/:|\n")
+    lm = CausalLMPolicy(tiny_causal_lm(tokenizer, "gpt2", hidden=16, layers=1, heads=2, max_positions=96, seed=0),
+                        tokenizer, max_new_tokens=6)
+    from visalign.reflection.counting import image_to_slots
+
+    def describe(images):
+        return [" ".join(str(int(v > 0.5)) for v in row) for row in image_to_slots(images)]
+
+    torch.manual_seed(0)
+    policy = ReflectionPair(CausalLMController(lm, describe), TinyFlowEditor(16, 4, 1.0), SplitConditioner(16))
+    algorithm = Reflection(ReflectionConfig(group_size=3, max_correct_roots=None))
+    ctx = context(policy)
+    algorithm.setup(ctx)
+    rollout = algorithm.rollout(ctx, PromptBatch([prompt_for(2)]), torch.Generator().manual_seed(0))
+    traj = rollout.extras["trajectories"]
+    assert traj.malformed.all()  # a random LM does not write the protocol: detected, counted, penalised
+    assert (rollout.extras["advantages"] < 0).all()
+    turns = traj.controller_rounds[0].turns
+    rescored = policy.controller.token_log_probs(traj.controller_rounds[0].prompts, traj.controller_rounds[0].images, 0,
+                                                 turns.tokens, 0.9)
+    assert torch.allclose(rescored * turns.mask, turns.log_probs, atol=1e-5)
+    loss, _ = algorithm.loss(ctx, rollout)
+    policy.zero_grad(set_to_none=True)
+    loss.backward()
+    touched = {id(p) for p in policy.parameters() if p.grad is not None and p.grad.abs().sum() > 0}
+    assert touched and touched <= {id(p) for p in lm.parameters()}
