@@ -5,7 +5,8 @@ the previous image and the instruction.
 Parameter groups: the trunk and the text head form the controller (the policy optimizer); the flow head is the
 editor (its own optimizer). Revisions read the trunk's features of the previous image detached, so RL's two steps
 touch disjoint parameters (SFT trains everything together); the first render is conditioned on the prompt alone,
-so it moves only with the flow head.
+so it moves only with the flow head. ``pipelines/reflection_counting.py`` freezes the trunk in RL (a trunk moved by
+the text step alone shifts the inputs of a frozen editor in text-only RL).
 """
 from __future__ import annotations
 
