@@ -72,12 +72,18 @@ def trajectory_figure(models: dict[str, TinyReflectionModel], prompt: str, path:
     import matplotlib.pyplot as plt
 
     reward = DotCountReward()
-    first = next(iter(models.values())).render([prompt], torch.Generator().manual_seed(seed))
-    rounds = 4
-    fig, axes = plt.subplots(len(models), rounds, figsize=(3.2 * rounds, 3.4 * len(models)), squeeze=False)
-    for row, (name, model) in enumerate(models.items()):
-        traj = run_trajectories(model, [prompt], quality=lambda im, r: reward(im, [prompt] * len(r)),
-                                generator=torch.Generator().manual_seed(seed), first_images=first)
+    renderer = next(iter(models.values()))
+    while True:  # the first render that is wrong: a trajectory with something to repair
+        first = renderer.render([prompt], torch.Generator().manual_seed(seed))
+        if float(reward(first, [prompt])[0]) < 1:
+            break
+        seed += 1
+    trajectories = {name: run_trajectories(model, [prompt], quality=lambda im, r: reward(im, [prompt] * len(r)),
+                                           generator=torch.Generator().manual_seed(seed), first_images=first)
+                    for name, model in models.items()}
+    rounds = 1 + max(int(t.num_edits[0]) for t in trajectories.values())
+    fig, axes = plt.subplots(len(models), rounds, figsize=(2.8 * rounds, 3.9 * len(models)), squeeze=False)
+    for row, (name, traj) in enumerate(trajectories.items()):
         for t in range(rounds):
             ax = axes[row, t]
             ax.axis("off")
@@ -86,10 +92,11 @@ def trajectory_figure(models: dict[str, TinyReflectionModel], prompt: str, path:
             ax.imshow(traj.images[t][0, 0].cpu().numpy(), cmap="gray", vmin=-1, vmax=1)
             verdict = "right" if float(traj.quality[0, t]) >= 1 else "wrong"
             text = traj.texts[0][t] if t < len(traj.texts[0]) else "(round cap)"
-            ax.set_title(f"{name}: {'first image' if t == 0 else f'revision {t}'} ({verdict})\n"
-                         + text.replace(" [ACTION]", "\n[ACTION]"), fontsize=8)
+            ax.set_title(f"{name}: {'first image' if t == 0 else f'revision {t}'} ({verdict})", fontsize=9)
+            ax.text(0.5, -0.04, text.replace(" [ACTION]", "\n[ACTION]").replace(" [EDIT]", "\n[EDIT]"),
+                    transform=ax.transAxes, ha="center", va="top", fontsize=8, family="monospace")
     fig.suptitle(f"prompt: {prompt!r}", fontsize=11)
-    fig.tight_layout()
+    fig.tight_layout(h_pad=4.0)
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
@@ -111,6 +118,8 @@ def main() -> None:
                              "only right roots here, and their damage-only signal collapsed the controller to 'done')")
     parser.add_argument("--train-trunk", action="store_true", help="let RL's text step move the shared trunk")
     parser.add_argument("--reuse-sft", action="store_true", help="load OUT/seedS/sft when it exists instead of SFT")
+    parser.add_argument("--figure-only", action="store_true",
+                        help="only redraw trajectory.png from OUT/seedS/sft and OUT/seedS/rl_both/final (first seed)")
     parser.add_argument("--eval-per-count", type=int, default=100)
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
     parser.add_argument("--out", default="runs/reflection_counting")
@@ -118,6 +127,12 @@ def main() -> None:
     torch.set_num_threads(1)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.figure_only:
+        folder = out / f"seed{args.seeds[0]}"
+        trajectory_figure({"SFT": TinyReflectionModel.from_pretrained(folder / "sft"),
+                           "RL": TinyReflectionModel.from_pretrained(folder / "rl_both" / "final")},
+                          prompt_for(5), out / "trajectory.png", seed=7)
+        return
     prompts = [prompt_for(n) for n in range(1, 6) for _ in range(args.eval_per_count)]
     results: dict[str, list[dict[str, float]]] = {"sft": [], **{f"rl_{m}": [] for m in args.modes}}
     for seed in args.seeds:
