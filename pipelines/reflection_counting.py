@@ -21,7 +21,8 @@ from pathlib import Path
 import torch
 
 from visalign.core import PromptList
-from visalign.reflection import (DotCountReward, Reflection, ReflectionConfig, TinyReflectionModel, best_of_n,
+from visalign.reflection import (DotCountReward, Reflection, ReflectionConfig, TinyReflectionConfig,
+                                 TinyReflectionModel, best_of_n,
                                  prompt_for, reflection_metrics, run_trajectories)
 from visalign.reflection.sft import train_sft
 from visalign.trainer import Trainer, TrainerConfig
@@ -117,6 +118,8 @@ def main() -> None:
                         help="re-render attempts for already-right first images (the spec's 2 left many steps with "
                              "only right roots here, and their damage-only signal collapsed the controller to 'done')")
     parser.add_argument("--train-trunk", action="store_true", help="let RL's text step move the shared trunk")
+    parser.add_argument("--editor-blind-to-prompt", action="store_true",
+                        help="revisions see only the previous image and the instruction (no prompt, no trunk)")
     parser.add_argument("--reuse-sft", action="store_true", help="load OUT/seedS/sft when it exists instead of SFT")
     parser.add_argument("--figure-only", action="store_true",
                         help="only redraw trajectory.png from OUT/seedS/sft and OUT/seedS/rl_both/final (first seed)")
@@ -140,7 +143,7 @@ def main() -> None:
         if args.reuse_sft and (out / f"seed{seed}" / "sft").is_dir():
             sft = TinyReflectionModel.from_pretrained(out / f"seed{seed}" / "sft")
         else:
-            sft = TinyReflectionModel()
+            sft = TinyReflectionModel(TinyReflectionConfig(edit_sees_prompt=not args.editor_blind_to_prompt))
             train_sft(sft, args.sft_steps, seed=seed, progress=True)
             sft.save_pretrained(out / f"seed{seed}" / "sft")
         results["sft"].append(evaluate(sft, prompts, seed=1000 + seed))

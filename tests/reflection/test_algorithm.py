@@ -231,3 +231,13 @@ def test_a_causal_lm_critic_drives_the_loop_and_only_its_weights_get_text_gradie
     loss.backward()
     touched = {id(p) for p in policy.parameters() if p.grad is not None and p.grad.abs().sum() > 0}
     assert touched and touched <= {id(p) for p in lm.parameters()}
+
+
+def test_an_editor_blind_to_the_prompt_sees_only_image_and_instruction():
+    torch.manual_seed(0)
+    model = TinyReflectionModel(TinyReflectionConfig(hidden=8, edit_sees_prompt=False))
+    images = slots_to_image(torch.tensor([[1.0, 1, 0, 0, 0, 0]] * 2))
+    cond = model.edit_condition([prompt_for(1), prompt_for(5)], images, ["add one dot"] * 2)
+    assert torch.equal(cond[0], cond[1])
+    render = model.render_condition([prompt_for(1), prompt_for(5)])
+    assert not torch.equal(render[0], render[1])  # the first render still follows the prompt

@@ -61,6 +61,9 @@ class TinyReflectionConfig:
     hidden: int = option(64, "width of the trunk, text head and flow head")
     num_steps: int = option(4, "editor sampling steps")
     shift: float = option(1.0, "editor timestep shift")
+    edit_sees_prompt: bool = option(True, "revisions are conditioned on the prompt (and trunk features) besides the "
+                                          "previous image and the instruction; false: the instruction is the only "
+                                          "route to the target")
 
     def __post_init__(self) -> None:
         check(self.hidden >= 4, f"tiny_reflection.hidden must be >= 4, got {self.hidden}")
@@ -181,8 +184,12 @@ class TinyReflectionModel(ReflectionPolicy):
         device = images.device
         features = self.text.features(prompts, images, 0).detach()
         trunk = features if trunk else torch.zeros_like(features)
+        prompt = prompt_features(prompts, device)
+        if not self.config.edit_sees_prompt:
+            revision = (instruction_ids > 0).float()[:, None]
+            prompt, trunk = prompt * (1 - revision), trunk * (1 - revision)
         which = F.one_hot(instruction_ids, len(INSTRUCTIONS) + 1).float()
-        return torch.cat([prompt_features(prompts, device), image_to_slots(images).float(), which, trunk], 1)
+        return torch.cat([prompt, image_to_slots(images).float(), which, trunk], 1)
 
     def render_condition(self, prompts: Sequence[str]) -> torch.Tensor:
         blank = slots_to_image(torch.zeros(len(prompts), NUM_SITES, device=self.flow.device))
