@@ -44,6 +44,8 @@ _EXPORTS = {
     **{name: "visalign.results" for name in ("ResultTable", "ResultRow", "Tolerance", "load_results", "write_results")},
     **{name: "visalign.text" for name in ("CausalLMPolicy", "TextGRPO", "TextDistill", "TextMultiReward", "TextMultiTurn")},
     **{name: "visalign.poem" for name in ("ComposedCausalLMPolicy", "ComposedFlowGenerator")},
+    **{name: "visalign.reflection" for name in ("Reflection", "ReflectionConfig", "ReflectionPolicy", "ReflectionPair",
+                                                "TinyReflectionModel", "run_trajectories")},
 }
 
 

@@ -11,3 +11,4 @@ def load() -> None:
     from .vvr import source  # noqa: F401
     from .poem import flow as poem_flow  # noqa: F401
     from .toys import av_toy  # noqa: F401
+    from .reflection import algorithm as reflection, counting as reflection_counting  # noqa: F401

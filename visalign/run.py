@@ -82,11 +82,19 @@ def resolve_config_paths(data: dict[str, Any], base: Path) -> dict[str, Any]:
 
 
 def build_policy(config: dict[str, Any]):
-    """A non-generator policy; today ``type: causal_lm`` (any local transformers causal LM)."""
+    """A non-generator policy: ``type: causal_lm`` (any local transformers causal LM) or ``type: tiny_reflection``
+    (the tiny unified reflection model; ``path`` a saved one, otherwise fresh from its config keys)."""
     config = dict(config)
     kind = config.pop("type", None)
+    if kind == "tiny_reflection":
+        from .core.config import from_dict
+        from .reflection.tiny import TinyReflectionConfig, TinyReflectionModel
+
+        if "path" in config:
+            return TinyReflectionModel.from_pretrained(config.pop("path"))
+        return TinyReflectionModel(from_dict(TinyReflectionConfig, config, prefix="policy(tiny_reflection)"))
     if kind != "causal_lm":
-        raise ConfigError(f"policy.type must be 'causal_lm', got {kind!r}")
+        raise ConfigError(f"policy.type must be 'causal_lm' or 'tiny_reflection', got {kind!r}")
     if "path" not in config:
         raise ConfigError("policy.path (a local model folder) is required")
     from .text.policy import CausalLMPolicy

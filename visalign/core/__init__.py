@@ -15,6 +15,8 @@ _EXPORTS = {
     "TokenFeatures": "latent",
     **{name: "generator" for name in ("GENERATORS", "Generator", "build_generator", "load_generator", "register_generator")},
     "Policy": "policy",
+    **{name: "reflection" for name in ("Controller", "ControllerTurns", "EditConditioner", "ReflectionPair",
+                                       "ReflectionPolicy", "Turn", "parse_turn", "format_turn")},
     **{name: "audio_video" for name in ("AudioVideoFlowModel", "MODALITIES")},
     **{name: "reward" for name in ("REWARDS", "FunctionReward", "Reward", "WeightedReward", "build_reward", "get_reward",
                                    "register_reward", "require_modality", "score")},
