@@ -8,7 +8,7 @@ import torch
 
 from visalign.algorithms import FlowGRPO, FlowGRPOConfig, RewardBackprop, RewardBackpropConfig, RWR, RWRConfig
 from visalign.core import Reward
-from visalign.core.algorithm import TrainContext
+from visalign.core.algorithm import TrainContext, build_algorithm
 from visalign.core.generator import build_generator, load_generator
 from visalign.core.types import PromptBatch
 from visalign.generators import load_pipeline, FluxFlowModel, LTX2AudioVideoFlowModel, SanaFlowModel, SanaSprintFlowModel, SD3FlowModel, WanFlowModel
@@ -151,6 +151,7 @@ def _algorithms():
         "flow_grpo": FlowGRPO(FlowGRPOConfig(group_size=2, num_steps=2, kl_beta=0.1)),
         "rwr": RWR(RWRConfig(num_samples=2, likelihood="flow_matching")),
         "reward_backprop": RewardBackprop(RewardBackpropConfig(truncate_steps=1)),
+        "diffusion_nft": build_algorithm({"name": "diffusion_nft", "group_size": 2, "kl_beta": 0.1}),
     }
 
 
@@ -170,7 +171,7 @@ def one_step(gen, algorithm, lr: float = 1e-2):
 
 
 @pytest.mark.parametrize("family", list(FAMILIES))
-@pytest.mark.parametrize("method", ["flow_grpo", "rwr", "reward_backprop"])
+@pytest.mark.parametrize("method", ["flow_grpo", "rwr", "reward_backprop", "diffusion_nft"])
 def test_one_training_step_moves_lora_not_the_reference(family, method):
     gen = adapter(family, lora_rank=2)
     trainable = {n for n, p in gen.trainable_module().named_parameters() if p.requires_grad}
@@ -191,6 +192,27 @@ def test_one_training_step_moves_lora_not_the_reference(family, method):
     assert all(torch.equal(after[n], before[n]) for n in before if n not in trainable)  # base weights untouched
     torch.testing.assert_close(reference.velocity(noise, t, cond), v_base, rtol=0, atol=0)
     assert not torch.equal(gen.velocity(noise, t, cond), v_base)
+
+
+@pytest.mark.parametrize("method", [
+    {"name": "rwtd", "num_current": 3, "num_reference": 3, "features": "conv"},
+    {"name": "festdpo", "num_samples": 3, "num_pairs": 2, "features": "conv"},
+], ids=["rwtd", "festdpo"])
+def test_one_step_methods_train_sana_sprint_lora(method):
+    """RWTD and FestDPO (one- / few-step generators, samples only) on the one-step SANA-Sprint adapter."""
+    gen = adapter("sana_sprint", lora_rank=2)
+    trainable = {n for n, p in gen.trainable_module().named_parameters() if p.requires_grad}
+    before = {n: p.detach().clone() for n, p in gen.trainable_module().named_parameters()}
+    reference = gen.frozen_copy()
+    noise = gen.make_noise(2, _seeded())
+    ref_before = reference.sample(PROMPTS, noise=noise).detach()
+
+    one_step(gen, build_algorithm(dict(method)))
+
+    after = dict(gen.trainable_module().named_parameters())
+    assert any(not torch.equal(after[n], before[n]) for n in trainable), f"{method['name']}: no LoRA weight moved"
+    assert all(torch.equal(after[n], before[n]) for n in before if n not in trainable)
+    torch.testing.assert_close(reference.sample(PROMPTS, noise=noise), ref_before, rtol=0, atol=0)
 
 
 def test_full_finetune_reference_is_a_frozen_denoiser_copy():

@@ -18,6 +18,7 @@ METHODS = {
     "reward_backprop": {"name": "reward_backprop", "num_samples": 2, "anchor_weight": 0.5},
     "rwtd": {"name": "rwtd", "num_current": 3, "num_reference": 3, **FEATURES},
     "festdpo": {"name": "festdpo", "num_samples": 3, "num_pairs": 2, **FEATURES},
+    "diffusion_nft": {"name": "diffusion_nft", "group_size": 3, "num_steps": 2, "kl_beta": 0.1},
 }
 CASES = [("video_one_step", m) for m in ("rwr", "reward_backprop", "rwtd", "festdpo")] + \
         [("video_flow", m) for m in METHODS] + [("av_flow", m) for m in METHODS]
