@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from ..core.audio_video import AudioVideoFlowModel
-from ..core.config import check
+from ..core.config import check, option
 from ..core.generator import register_generator
 from .text_encoder import TinyTextEncoder
 from .tiny import _PromptFlowMixin
@@ -29,8 +29,8 @@ class TinyAudioVideoConfig(TinyVideoFlowConfig):
     """:class:`TinyVideoFlowConfig` plus mono audio of ``frames / fps`` seconds at ``sample_rate``, tokenised in
     chunks of ``audio_patch`` samples."""
 
-    sample_rate: int = 2048
-    audio_patch: int = 64
+    sample_rate: int = option(2048, "audio samples per second (mono)")
+    audio_patch: int = option(64, "audio samples per audio token")
 
     def __post_init__(self) -> None:
         super().__post_init__()

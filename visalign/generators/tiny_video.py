@@ -18,7 +18,7 @@ from typing import Any, ClassVar, Literal, Sequence
 import torch
 from torch import nn
 
-from ..core.config import check
+from ..core.config import check, option
 from ..core.flow import FlowModel
 from ..core.generator import Generator, register_generator
 from .text_encoder import TinyTextEncoder
@@ -31,19 +31,19 @@ TextCond = tuple[torch.Tensor, torch.Tensor]
 class TinyVideoConfig:
     """Clip shape (``channels``×``frames``×``image_size``²), patching, transformer and text-encoder sizes."""
 
-    image_size: int = 16
-    frames: int = 8
-    channels: int = 3
-    fps: float = 8.0
-    patch_size: int = 4
-    width: int = 64
-    layers: int = 3
-    heads: int = 4
-    text_hidden: int = 32
-    text_layers: int = 2
-    text_heads: int = 2
-    vocab_buckets: int = 256
-    max_length: int = 16
+    image_size: int = option(16, "frame height and width in pixels")
+    frames: int = option(8, "frames per clip")
+    channels: int = option(3, "colour channels")
+    fps: float = option(8.0, "frames per second of the clip (sets the audio length too)")
+    patch_size: int = option(4, "spatial patch size of the video tokens")
+    width: int = option(64, "transformer width")
+    layers: int = option(3, "transformer blocks")
+    heads: int = option(4, "attention heads")
+    text_hidden: int = option(32, "width of the tiny text encoder")
+    text_layers: int = option(2, "text-encoder layers")
+    text_heads: int = option(2, "text-encoder attention heads")
+    vocab_buckets: int = option(256, "hashing-tokenizer vocabulary size")
+    max_length: int = option(16, "prompt tokens kept")
 
     def __post_init__(self) -> None:
         check(self.image_size >= 1 and self.frames >= 1 and self.channels >= 1,
@@ -66,8 +66,8 @@ class TinyVideoConfig:
 class TinyVideoFlowConfig(TinyVideoConfig):
     """:class:`TinyVideoConfig` plus the Euler sampler's step count and timestep shift."""
 
-    num_steps: int = 4
-    shift: float = 1.0
+    num_steps: int = option(4, "Euler sampling steps")
+    shift: float = option(1.0, "timestep shift of the flow schedule (1 = uniform)")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -80,7 +80,7 @@ class TinyVideoOneStepConfig(TinyVideoConfig):
     """:class:`TinyVideoConfig` plus the output parametrisation (``video``: ``tanh(f(z))``; ``flow_residual``:
     ``tanh(z - f(z))``, so a student copied from a flow teacher starts at its one-step Euler sample)."""
 
-    parametrization: Literal["video", "flow_residual"] = "video"
+    parametrization: Literal["video", "flow_residual"] = option("video", "video: tanh(f(z)); flow_residual: tanh(z - f(z)) (a student copied from a flow teacher)")
 
     def __post_init__(self) -> None:
         super().__post_init__()

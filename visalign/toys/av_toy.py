@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from ..core.audio_video import AudioVideoFlowModel
-from ..core.config import check
+from ..core.config import check, option
 from ..core.generator import register_generator
 from ..generators.toy import mlp
 
@@ -28,14 +28,14 @@ TONES = (256.0, 640.0)
 
 @dataclass
 class ToyAVConfig:
-    frames: int = 8
-    size: int = 8
-    fps: float = 8.0
-    sample_rate: int = 2048
-    hidden: int = 64
-    layers: int = 2
-    num_steps: int = 4
-    shift: float = 1.0
+    frames: int = option(8, "frames per clip")
+    size: int = option(8, "frame height and width in pixels")
+    fps: float = option(8.0, "frames per second of the clip (sets the audio length too)")
+    sample_rate: int = option(2048, "audio samples per second (mono)")
+    hidden: int = option(64, "hidden width of each tower's MLP")
+    layers: int = option(2, "transformer blocks")
+    num_steps: int = option(4, "Euler sampling steps")
+    shift: float = option(1.0, "timestep shift of the flow schedule (1 = uniform)")
 
     def __post_init__(self) -> None:
         check(self.frames >= 2 and self.size >= 4, f"frames >= 2 and size >= 4 needed, got {self.frames}, {self.size}")
