@@ -81,7 +81,7 @@ def test_video_reward_and_errors():
     r = reward(videos, [t.prompt for t in tasks], meta)
     assert torch.all(r > 0.9), r
     assert torch.all(reward(torch.ones_like(videos), [t.prompt for t in tasks], meta) == 0)
-    with pytest.raises(ValueError, match="B x 3 x T x H x W"):
+    with pytest.raises(ValueError, match="vvr_video. scores video samples only"):
         reward(videos[:, :, 0], [t.prompt for t in tasks], meta)
     with pytest.raises(ValueError, match="metadata"):
         reward(videos[:2], ["", ""], [{}, {}])
