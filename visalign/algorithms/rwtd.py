@@ -16,7 +16,7 @@ from typing import Any, Literal
 import torch
 
 from ..core.algorithm import Algorithm, TrainContext, register_algorithm
-from ..core.config import ConfigError, check, option
+from ..core.config import check, option
 from ..core.types import PromptBatch, Rollout
 from .common import FeatureCache, as_tensor, group_slices, require_reference, sample_group
 from .transport import (beta_for_ess, effective_sample_size, mixture_target, partial_step, systematic_resample, tilted_weights,
@@ -88,19 +88,12 @@ class RWTDConfig:
 
 
 def resolve_reward_scale(scale: float | str | None) -> float | None:
-    """A run-wide reward scale: a number as is, or the total reward's scale from a ``visalign calibrate`` file."""
+    """A run-wide reward scale: a number as is, or the whole reward's scale from a ``visalign calibrate`` file."""
     if scale is None or not isinstance(scale, str):
         return None if scale is None else float(scale)
-    from ..rewards.multi import load_calibration, load_total_calibration
+    from ..rewards.multi import load_total_calibration
 
-    total = load_total_calibration(scale)
-    if total is not None:
-        return total.scale
-    entries = load_calibration(scale)
-    if len(entries) != 1:
-        raise ConfigError(f"rwtd.reward_scale: {scale} calibrates the components {sorted(entries)} but not their "
-                          "total; re-run `visalign calibrate` (it records the total reward's scale)")
-    return next(iter(entries.values())).scale
+    return load_total_calibration(scale).scale
 
 
 @register_algorithm("rwtd")

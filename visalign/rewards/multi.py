@@ -116,23 +116,34 @@ def save_calibration(path: str | Path, calibration: Mapping[str, Calibration], i
     return path
 
 
-def load_calibration(path: str | Path) -> dict[str, Calibration]:
+def _read_calibration(path: str | Path) -> tuple[dict[str, Calibration], Calibration | None]:
+    """Per-component calibrations and the whole reward's (``None`` in files without one), read and checked once."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"reward calibration file not found: {path}")
     try:
         data = json.loads(path.read_text())
-        entries = data["rewards"]
-        return {str(k): Calibration(float(v["mean"]), float(v["scale"])) for k, v in entries.items()}
+        entries = {str(k): Calibration(float(v["mean"]), float(v["scale"])) for k, v in data["rewards"].items()}
+        total = data.get("total")
+        return entries, None if total is None else Calibration(float(total["mean"]), float(total["scale"]))
     except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"{path} is not a reward calibration (expected {{'rewards': {{name: {{mean, scale}}}}}}): {exc}") from exc
 
 
-def load_total_calibration(path: str | Path) -> Calibration | None:
-    """The whole reward's mean and scale from a ``visalign calibrate`` file (``None`` in files without one)."""
-    load_calibration(path)
-    total = json.loads(Path(path).read_text()).get("total")
-    return None if total is None else Calibration(float(total["mean"]), float(total["scale"]))
+def load_calibration(path: str | Path) -> dict[str, Calibration]:
+    return _read_calibration(path)[0]
+
+
+def load_total_calibration(path: str | Path) -> Calibration:
+    """The whole reward's mean and scale from a ``visalign calibrate`` file: its ``total`` entry, or the only component
+    of a single-reward file."""
+    entries, total = _read_calibration(path)
+    if total is not None:
+        return total
+    if len(entries) != 1:
+        raise ConfigError(f"{path} calibrates the components {sorted(entries)} but not their total; re-run "
+                          "`visalign calibrate` (it records the total reward's scale)")
+    return next(iter(entries.values()))
 
 
 @register_reward("multi")
