@@ -161,6 +161,25 @@ def vvr_pretrain(t: ResultTable) -> str:
             f"{pct(a['renders 32 px'])} at 32 px)")
 
 
+def vvr_pretrain_v2(t: ResultTable) -> str:
+    """Strict accuracy (RL reward) of the v2 base on held-out easy tasks and per VVRBench v2 bin, renders above."""
+    bins = [r for r in t.rows if r.row.startswith("one-step VVRBench v2 bin")]
+    n = t.row("one-step").info["n"]
+
+    def cell(row_values: dict, digits: int = 3) -> str:
+        return f"{pct(row_values['all_satisfied'])} ({row_values['soft_reward']:.{digits}f})"
+
+    one = t.row("one-step").values
+    lines = [["renders at 32 px", pct(t.row("renders 32 px").values["all_satisfied"]),
+              *(pct(r.values["renders_32px"]) for r in bins)],
+             ["one-step", f"{pct(one['all_satisfied'])} (RL reward {one['soft_reward']:.3f})", *(cell(r.values) for r in bins)],
+             ["flow, 8 Euler steps", cell(t.row("flow 8 steps").values), *([""] * len(bins))],
+             ["one-step, random init", cell(t.row("one-step random init").values, 0).replace("(0)", "(0)"), *([""] * len(bins))]]
+    head = ["scored", f"held-out easy (≤ 11, {n})", *(f"VVRBench v2 bin {r.row[-1]}" if i == 0 else f"bin {r.row[-1]}"
+                                                     for i, r in enumerate(bins))]
+    return table(head, lines)
+
+
 def vvr_accuracy(t: ResultTable) -> str:
     def rate(cond: str, mode: str = "default") -> str:
         return pct(t.row(cond).values[mode], 2)
@@ -230,9 +249,13 @@ ENTRIES: tuple[Entry, ...] = (
           fast=False, blocks={"vvr_verifier_accuracy": vvr_accuracy}),
     Entry("vvr_throughput", ((None, (PY, "-m", "visalign.vvr.throughput", "--results", "{results}")),), fast=False,
           blocks={"vvr_throughput": vvr_throughput}),
-    Entry("vvr_pretrain", ((None, (PY, "pipelines/vvr_pretrain.py", "--results", "{results}", "--assets", "{out}/assets",
-                                   "--out", "{out}")),), fast=False, blocks={"vvr_pretrain": vvr_pretrain},
+    Entry("vvr_pretrain", ((None, (PY, "pipelines/vvr_pretrain.py", "--version", "1", "--results", "{results}",
+                                   "--assets", "{out}/assets", "--out", "{out}")),), fast=False, blocks={"vvr_pretrain": vvr_pretrain},
           pictures={"one_step_samples.png": "assets/readme/vvr_one_step_samples.png"}),
+    Entry("vvr_pretrain_v2", ((None, (PY, "pipelines/vvr_pretrain.py", "--flow-minutes", "32", "--distill-minutes", "15",
+                                      "--results", "{results}", "--assets", "{out}/assets", "--out", "{out}")),),
+          fast=False, blocks={"vvr_pretrain_v2": vvr_pretrain_v2},
+          pictures={"one_step_samples.png": "assets/readme/vvr2_one_step_samples.png"}),
     Entry("vvr_compare_heldout_60", ((None, (*COMPARE, "--steps", "60", "--out", "{out}")),), fast=False,
           blocks={"vvr_compare_heldout_60": vvr_methods}),
     Entry("vvr_compare_heldout_300", ((None, (*COMPARE, "--steps", "300", "--out", "{out}")),), fast=False,

@@ -1,7 +1,9 @@
-"""Pretrain the tiny prompt-conditioned VVR generators shipped in ``assets/`` (CPU, about 45 minutes).
+"""Pretrain the tiny prompt-conditioned VVR generators shipped in ``assets/`` (CPU, about 50 minutes).
 
-1. Render easy VVR tasks (level 0: 1-3 large objects, one constraint, the constraint types that stay readable at
-   32 px) into a pool of (prompt, 32×32 image) pairs.
+1. Render easy VVR tasks into a pool of (prompt, 32×32 image) pairs. ``--version 2`` (default): closed-world v2
+   tasks of the ``easy`` pool up to ``--max-complexity`` (default 11, difficulty bin 1: one to three object groups,
+   whole-scene prompts), written to ``assets/tiny_{flow,one_step}_vvr2``. ``--version 1``: the v1 level-0 tasks
+   (1-3 large objects, one constraint, the types readable at 32 px) of ``assets/tiny_{flow,one_step}_vvr``.
 2. ``tiny_flow``: conditional flow matching on the pool (``flow_matching_loss``), cosine LR, time budget. The
    denoiser is a small UNet (``--backbone unet``): the 3-layer SD3 transformer of the same size learns speckle
    (scattered coloured patches that pass colour checks by chance), the UNet's convolutions learn solid shapes.
@@ -12,10 +14,11 @@
    the teacher's one-step Euler sample instead of at ``tanh(velocity)``: held-out accuracy 13.0% vs 7.3%.
 4. Measure, with the VVR verifier, on held-out tasks (seeds >= EVAL_SEED_BASE, never trained on): the renders
    themselves (the verifier's own accuracy at 32 px), the flow, the one-step student and a random-init one-step
-   generator. Prints all-satisfied rate and mean soft reward; writes ``pretrain_metrics.json`` next to the
-   checkpoints and sample grids to ``--out``.
+   generator. Prints all-satisfied rate and mean soft reward; v2 also scores held-out VVRBench v2 tasks per
+   difficulty bin (``--bench-per-bin``). Writes ``pretrain_metrics.json`` next to the checkpoints and sample grids
+   to ``--out``.
 
-    python pipelines/vvr_pretrain.py                            # ~45 min on 2 CPU cores, writes assets/
+    python pipelines/vvr_pretrain.py                            # ~50 min on 2 CPU cores, writes assets/
     python pipelines/vvr_pretrain.py --flow-minutes 1 --distill-minutes 1 --assets /tmp/a   # smoke run
 """
 from __future__ import annotations
@@ -26,6 +29,7 @@ import math
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 import torch
 from tqdm import tqdm
@@ -35,11 +39,17 @@ from visalign.results import ResultRow, Tolerance, write_results
 from visalign.rewards.vvr import VVRReward
 from visalign.vvr.render import render_task, to_tensor
 from visalign.vvr.sampler import LOW_RES_TYPES
+from visalign.core.integrity import write_manifest
 from visalign.core.types import PromptBatch
 from visalign.vvr.benchmark import EVAL_SEED_BASE, TRAIN_SEED_LIMIT
 from visalign.vvr.source import VVRPromptSource, task_batch
+from visalign.vvr.spec_render import render_spec_task
+from visalign.vvr.splits import plan, split_task
 
 LEVEL = 0
+#: v2 pretraining keeps pool tasks up to this complexity (difficulty bin 1)
+MAX_COMPLEXITY = 11
+TaskFn = Callable[[int, "int | None"], PromptBatch]
 #: the model shipped in assets/: a UNet denoiser (channels 32, 64, 64) and a 2-layer text encoder, 1.8M parameters
 MODEL = dict(image_size=32, patch_size=4, layers=3, heads=4, head_dim=16, text_hidden=48, text_layers=2, text_heads=2,
              vocab_buckets=1024, max_length=24, backbone="unet")
@@ -50,8 +60,32 @@ def easy_source() -> VVRPromptSource:
     return VVRPromptSource(level=LEVEL, types=LOW_RES_TYPES)
 
 
+def easy_tasks_v2(n: int, seed: int | None = None, max_complexity: int = MAX_COMPLEXITY) -> PromptBatch:
+    """``n`` closed-world tasks of the v2 ``easy`` pool with complexity <= ``max_complexity``: training indices
+    below TRAIN_SEED_LIMIT drawn from ``seed``, or held-out indices from EVAL_SEED_BASE when ``seed`` is None. Indices
+    whose task cannot be drawn (RuntimeError) are skipped."""
+    rng = torch.Generator().manual_seed(seed if seed is not None else 0)
+    tasks, i = [], 0
+    while len(tasks) < n:
+        index = EVAL_SEED_BASE + i if seed is None else int(torch.randint(0, TRAIN_SEED_LIMIT, (1,), generator=rng))
+        i += 1
+        if plan("easy", index)[1] > max_complexity:
+            continue
+        try:
+            tasks.append(split_task("easy", index))
+        except RuntimeError:
+            continue
+    return task_batch(tasks)
+
+
+def render(meta: dict, size: int, seed: int):
+    """A render of a task's witness (v1 or v2 metadata) at ``size``."""
+    task = meta["task"]
+    return render_spec_task(task, size, seed=seed) if task.get("version") == "vvr-2" else render_task(task, size, seed=seed)
+
+
 def easy_tasks(n: int, seed: int | None = None) -> PromptBatch:
-    """``n`` easy tasks: training tasks from ``seed`` (seeds < TRAIN_SEED_LIMIT), or the held-out stream when ``seed``
+    """``n`` easy v1 tasks: training tasks from ``seed`` (seeds < TRAIN_SEED_LIMIT), or the held-out stream when ``seed``
     is None (seeds from EVAL_SEED_BASE, as ``VVRPromptSource.eval_batch``). Seeds the sampler cannot fill (it raises
     RuntimeError for a few, e.g. 'nearest' at level 0) are skipped."""
     src, tasks = easy_source(), []
@@ -70,10 +104,10 @@ def easy_tasks(n: int, seed: int | None = None) -> PromptBatch:
     return task_batch(tasks)
 
 
-def render_pool(n: int, seed: int, size: int = 32) -> tuple[list[str], torch.Tensor]:
+def render_pool(n: int, seed: int, size: int = 32, tasks: TaskFn = easy_tasks) -> tuple[list[str], torch.Tensor]:
     """``n`` fresh training tasks (seeded, disjoint from the held-out stream), each rendered once at ``size``."""
-    batch = easy_tasks(n, seed)
-    images = [render_task(m["task"], size, seed=seed + i) for i, m in enumerate(tqdm(batch.metadata, desc="render", leave=False))]
+    batch = tasks(n, seed)
+    images = [render(m, size, seed + i) for i, m in enumerate(tqdm(batch.metadata, desc="render", leave=False))]
     return batch.prompts, to_tensor(images)
 
 
@@ -84,10 +118,10 @@ def cosine_lr(opt: torch.optim.Optimizer, base: float, frac: float, warmup: floa
 
 
 @torch.no_grad()
-def evaluate(sample_fn, n: int, batch: int = 64, seed: int = 1234) -> dict[str, float]:
+def evaluate(sample_fn, n: int, batch: int = 64, seed: int = 1234, tasks: TaskFn = easy_tasks) -> dict[str, float]:
     """All-satisfied rate and mean soft VVR reward of ``sample_fn(noise, prompts)`` on ``n`` held-out tasks."""
     soft, strict = VVRReward(), VVRReward(strict=True)
-    ev = easy_tasks(n)
+    ev = tasks(n, None)
     g = torch.Generator().manual_seed(seed)
     acc, rew = [], []
     for i in range(0, n, batch):
@@ -98,9 +132,35 @@ def evaluate(sample_fn, n: int, batch: int = 64, seed: int = 1234) -> dict[str, 
     return {"all_satisfied": round(torch.cat(acc).mean().item(), 4), "soft_reward": round(torch.cat(rew).mean().item(), 4), "n": n}
 
 
-def eval_renders(n: int) -> dict[str, float]:
-    ev = easy_tasks(n)
-    images = to_tensor([render_task(m["task"], 32, seed=i) for i, m in enumerate(ev.metadata)])
+@torch.no_grad()
+def bench_per_bin(sample_fn, per_bin: int, seed: int = 4321) -> dict[str, dict[str, float]]:
+    """Strict accuracy and mean RL reward per difficulty bin on the first ``per_bin`` VVRBench v2 tasks of each bin
+    (held out: bench indices are never a pool index), next to the verifier on 32 px renders of the same tasks."""
+    from visalign.vvr.splits import load_split_v2
+
+    tasks = load_split_v2("bench", per_bin * 5 + 46 * 5)
+    by_bin: dict[int, list] = {}
+    for t in tasks:
+        by_bin.setdefault(t.difficulty_bin, [])
+        if len(by_bin[t.difficulty_bin]) < per_bin:
+            by_bin[t.difficulty_bin].append(t)
+    soft, strict = VVRReward(), VVRReward(strict=True)
+    g = torch.Generator().manual_seed(seed)
+    out = {}
+    for b in sorted(by_bin):
+        batch = task_batch(by_bin[b])
+        x = sample_fn(torch.randn(len(batch.prompts), 3, 32, 32, generator=g), batch.prompts)
+        renders = to_tensor([render(m, 32, i) for i, m in enumerate(batch.metadata)])
+        out[f"bin{b}"] = {"all_satisfied": round(strict(x, batch.prompts, batch.metadata).mean().item(), 4),
+                          "soft_reward": round(soft(x, batch.prompts, batch.metadata).mean().item(), 4),
+                          "renders_32px": round(strict(renders, batch.prompts, batch.metadata).mean().item(), 4),
+                          "n": len(batch.prompts)}
+    return out
+
+
+def eval_renders(n: int, tasks: TaskFn = easy_tasks) -> dict[str, float]:
+    ev = tasks(n, None)
+    images = to_tensor([render(m, 32, i) for i, m in enumerate(ev.metadata)])
     strict, soft = VVRReward(strict=True)(images, ev.prompts, ev.metadata), VVRReward()(images, ev.prompts, ev.metadata)
     return {"all_satisfied": round(strict.mean().item(), 4), "soft_reward": round(soft.mean().item(), 4), "n": n}
 
@@ -169,10 +229,10 @@ def distill(student: TinyOneStepGenerator, teacher: TinyFlowGenerator, prompts: 
     return budgeted_training(student, loss_fn, minutes, max_steps, lr, seed, "one-step distillation")
 
 
-def save_grid(fn, path: Path, n: int = 16) -> None:
+def save_grid(fn, path: Path, n: int = 16, tasks: TaskFn = easy_tasks) -> None:
     from visalign.trainer.visuals import save_samples
 
-    ev = easy_tasks(n)
+    ev = tasks(n, None)
     with torch.no_grad():
         x = fn(torch.randn(n, 3, 32, 32, generator=torch.Generator().manual_seed(7)), ev.prompts)
     save_samples(x, path, ev.prompts)
@@ -180,7 +240,12 @@ def save_grid(fn, path: Path, n: int = 16) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--assets", default="assets", help="writes <assets>/tiny_flow_vvr and <assets>/tiny_one_step_vvr")
+    p.add_argument("--version", type=int, choices=(1, 2), default=2, help="VVR task version to pretrain on")
+    p.add_argument("--max-complexity", type=int, default=MAX_COMPLEXITY, help="v2: largest task complexity in the pool")
+    p.add_argument("--max-length", type=int, default=None, help="prompt tokens kept (default: 24 for v1, 80 for v2)")
+    p.add_argument("--bench-per-bin", type=int, default=92,
+                   help="v2: held-out VVRBench v2 tasks scored per difficulty bin (0 = skip)")
+    p.add_argument("--assets", default="assets", help="writes <assets>/tiny_flow_vvr[2] and <assets>/tiny_one_step_vvr[2]")
     p.add_argument("--out", default="runs/vvr_pretrain", help="sample grids")
     p.add_argument("--pool", type=int, default=12000, help="rendered (prompt, image) training pairs")
     p.add_argument("--flow-minutes", type=float, default=28.0)
@@ -202,35 +267,40 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--skip-flow", action="store_true", help="reuse <assets>/tiny_flow_vvr as the teacher")
     p.add_argument("--results", default=None, help="also write the result file (visalign.results format) here")
     args = p.parse_args(argv)
+    v2 = args.version == 2
+    tasks: TaskFn = (lambda n, seed: easy_tasks_v2(n, seed, args.max_complexity)) if v2 else easy_tasks
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     assets, out = Path(args.assets), Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    model = dict(MODEL, backbone=args.backbone)
-    metrics: dict[str, object] = {"level": LEVEL, "types": list(LOW_RES_TYPES), "model": model}
+    suffix = "2" if v2 else ""
+    flow_dir, student_dir = assets / f"tiny_flow_vvr{suffix}", assets / f"tiny_one_step_vvr{suffix}"
+    model = dict(MODEL, backbone=args.backbone, max_length=args.max_length or (80 if v2 else MODEL["max_length"]))
+    metrics: dict[str, object] = ({"version": 2, "pool": "easy", "max_complexity": args.max_complexity, "model": model}
+                                  if v2 else {"level": LEVEL, "types": list(LOW_RES_TYPES), "model": model})
 
-    metrics["renders_32px"] = eval_renders(args.eval_n)
+    metrics["renders_32px"] = eval_renders(args.eval_n, tasks)
     print(f"verifier on 32 px renders of held-out tasks: {metrics['renders_32px']}")
-    prompts, images = render_pool(args.pool, args.seed)
+    prompts, images = render_pool(args.pool, args.seed, tasks=tasks)
     print(f"rendered {len(prompts)} training pairs in {time.perf_counter() - t0:.0f}s")
 
     if args.skip_flow:
         from visalign.core import load_generator
 
-        flow = load_generator(assets / "tiny_flow_vvr")
+        flow = load_generator(flow_dir)
     else:
         flow = TinyFlowGenerator(TinyFlowConfig(**model, num_steps=8))
         t = time.perf_counter()
         metrics["flow_steps"] = train_flow(flow, prompts, images, args.flow_minutes, args.flow_steps, args.batch, args.lr, args.seed)
         metrics["flow_seconds"] = round(time.perf_counter() - t, 1)
         flow.eval()
-        flow.save_pretrained(assets / "tiny_flow_vvr")
+        flow.save_pretrained(flow_dir)
     flow.eval().requires_grad_(False)
     for k in (4, 8):
-        metrics[f"flow_{k}step"] = evaluate(lambda z, ps, k=k: flow.generate(z, flow.encode(ps), k), args.eval_n)
+        metrics[f"flow_{k}step"] = evaluate(lambda z, ps, k=k: flow.generate(z, flow.encode(ps), k), args.eval_n, tasks=tasks)
         print(f"tiny_flow ({k} Euler steps) on held-out tasks: {metrics[f'flow_{k}step']}")
-    save_grid(lambda z, ps: flow.generate(z, flow.encode(ps), 8), out / "flow_samples.png")
+    save_grid(lambda z, ps: flow.generate(z, flow.encode(ps), 8), out / "flow_samples.png", tasks=tasks)
 
     student = TinyOneStepGenerator(TinyOneStepConfig(**model, parametrization=args.parametrization))
     student.backbone.load_state_dict(flow.backbone.state_dict())
@@ -240,23 +310,28 @@ def main(argv: list[str] | None = None) -> int:
                                        args.distill_lr, args.teacher_steps, args.seed + 1, args.distill_pairs)
     metrics["distill_seconds"] = round(time.perf_counter() - t, 1)
     student.eval()
-    student.save_pretrained(assets / "tiny_one_step_vvr")
-    metrics["one_step"] = evaluate(lambda z, ps: student.generate(z, student.encode(ps)), args.eval_n)
+    student.save_pretrained(student_dir)
+    metrics["one_step"] = evaluate(lambda z, ps: student.generate(z, student.encode(ps)), args.eval_n, tasks=tasks)
     print(f"tiny_one_step (distilled) on held-out tasks: {metrics['one_step']}")
-    save_grid(lambda z, ps: student.generate(z, student.encode(ps)), out / "one_step_samples.png")
+    save_grid(lambda z, ps: student.generate(z, student.encode(ps)), out / "one_step_samples.png", tasks=tasks)
     rand = TinyOneStepGenerator(TinyOneStepConfig(**model, parametrization=args.parametrization)).eval()
-    metrics["one_step_random_init"] = evaluate(lambda z, ps: rand.generate(z, rand.encode(ps)), args.eval_n)
+    metrics["one_step_random_init"] = evaluate(lambda z, ps: rand.generate(z, rand.encode(ps)), args.eval_n, tasks=tasks)
     print(f"tiny_one_step (random init) on held-out tasks: {metrics['one_step_random_init']}")
+    if v2 and args.bench_per_bin:
+        metrics["bench_per_bin"] = bench_per_bin(lambda z, ps: student.generate(z, student.encode(ps)), args.bench_per_bin)
+        print(f"tiny_one_step on VVRBench v2 per difficulty bin: {metrics['bench_per_bin']}")
     metrics["total_seconds"] = round(time.perf_counter() - t0, 1)
-    (assets / "tiny_one_step_vvr" / "pretrain_metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+    (student_dir / "pretrain_metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+    write_manifest(student_dir)  # the checkpoint's manifest covers the metrics written next to it
     print(json.dumps(metrics, indent=2))
     if args.results:
-        write_results(args.results, "vvr_pretrain", "python pipelines/vvr_pretrain.py", sys.argv[1:] if argv is None else argv,
-                      result_rows(metrics),
+        write_results(args.results, "vvr_pretrain_v2" if v2 else "vvr_pretrain", "python pipelines/vvr_pretrain.py",
+                      sys.argv[1:] if argv is None else argv, result_rows(metrics),
                       tolerance=Tolerance(se_multiple=2.0, note="training runs on a time budget, so its step count "
                                           "varies: all-satisfied rates within 2 combined binomial standard errors"),
                       platform_tolerance=Tolerance(se_multiple=2.0),
-                      note=f"held-out all-satisfied rate and soft reward on {args.eval_n} easy tasks",
+                      note=f"held-out all-satisfied rate and soft reward on {args.eval_n} easy tasks"
+                      + (f"; VVRBench v2 per difficulty bin ({args.bench_per_bin} tasks each)" if v2 else ""),
                       runtime_s=time.perf_counter() - t0)
     return 0
 
@@ -274,6 +349,11 @@ def result_rows(metrics: dict) -> list[ResultRow]:
         m = metrics[key]
         p, n = m["all_satisfied"], m["n"]
         rows.append(ResultRow(name, {"all_satisfied": p, "soft_reward": m["soft_reward"]},
+                              {"all_satisfied": math.sqrt(p * (1 - p) / n)}, info={"n": n}))
+    for name, m in metrics.get("bench_per_bin", {}).items():
+        p, n = m["all_satisfied"], m["n"]
+        rows.append(ResultRow(f"one-step VVRBench v2 {name}", {"all_satisfied": p, "soft_reward": m["soft_reward"],
+                                                              "renders_32px": m["renders_32px"]},
                               {"all_satisfied": math.sqrt(p * (1 - p) / n)}, info={"n": n}))
     return rows
 

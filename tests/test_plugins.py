@@ -84,7 +84,7 @@ def test_config_paths_are_relative_to_the_config_file(tmp_path, monkeypatch):
     repo = Path(__file__).resolve().parent.parent
     monkeypatch.chdir(tmp_path)
     config = load_run_config(repo / "configs" / "demo.yaml")
-    assert Path(config.generator["checkpoint"]).resolve() == repo / "assets" / "tiny_one_step_vvr"
+    assert Path(config.generator["checkpoint"]).resolve() == repo / "assets" / "tiny_one_step_vvr2"
     assert Path(config.prompts["path"]).is_file()
     # an override is relative to the working directory, and a path missing next to the file is left as written
     assert load_run_config(repo / "configs" / "demo.yaml", ["generator.checkpoint=mine"]).generator["checkpoint"] == "mine"

@@ -12,32 +12,39 @@ from visalign.core.prompts import _read_prompt_file
 
 ROOT = Path(__file__).resolve().parent.parent
 ONE_STEP = ROOT / "assets" / "tiny_one_step_vvr"
+ONE_STEP_V2 = ROOT / "assets" / "tiny_one_step_vvr2"
 FLOW = ROOT / "assets" / "tiny_flow_vvr"
+FLOW_V2 = ROOT / "assets" / "tiny_flow_vvr2"
 N_EVAL = 64
+#: each shipped checkpoint with the folder of its task files (v1: open world; v2: closed world)
+SHIPPED = [(ONE_STEP, ONE_STEP), (FLOW, ONE_STEP), (ONE_STEP_V2, ONE_STEP_V2), (FLOW_V2, ONE_STEP_V2)]
+SHIPPED_IDS = ["one_step", "flow", "one_step_v2", "flow_v2"]
 
 
-def _eval_tasks(n: int = N_EVAL) -> tuple[list[str], list[dict]]:
-    prompts, meta = _read_prompt_file(str(ONE_STEP / "tasks_eval.jsonl"))
+def _eval_tasks(n: int = N_EVAL, tasks: Path = ONE_STEP) -> tuple[list[str], list[dict]]:
+    prompts, meta = _read_prompt_file(str(tasks / "tasks_eval.jsonl"))
     return prompts[:n], meta[:n]
 
 
-@pytest.mark.parametrize("path", [ONE_STEP, FLOW], ids=["one_step", "flow"])
-def test_shipped_checkpoint_loads_and_samples(path: Path) -> None:
+@pytest.mark.parametrize("path,tasks", SHIPPED, ids=SHIPPED_IDS)
+def test_shipped_checkpoint_loads_and_samples(path: Path, tasks: Path) -> None:
     assert (path / "model.safetensors").is_file() and (path / "generator.json").is_file()
     assert (path / "model.safetensors").stat().st_size < 8_000_000  # small: a 1.8M-parameter UNet in fp32
     gen = load_generator(path).eval()
-    prompts, _ = _eval_tasks(4)
+    prompts, _ = _eval_tasks(4, tasks)
     with torch.no_grad():
         x = gen.sample(prompts, generator=torch.Generator().manual_seed(0))
     assert x.shape == (4, 3, 32, 32)
     assert torch.isfinite(x).all() and x.min() >= -1 and x.max() <= 1
 
 
-def test_eval_tasks_are_held_out() -> None:
-    _, train_meta = _read_prompt_file(str(ONE_STEP / "tasks_train.jsonl"))
-    _, eval_meta = _read_prompt_file(str(ONE_STEP / "tasks_eval.jsonl"))
+@pytest.mark.parametrize("tasks,prefix", [(ONE_STEP, "vvr-eval-"), (ONE_STEP_V2, "vvreasy2-3")], ids=["v1", "v2"])
+def test_eval_tasks_are_held_out(tasks: Path, prefix: str) -> None:
+    """Eval tasks come from the held-out stream (v2: pool indices from 3e9) and none is a training task."""
+    _, train_meta = _read_prompt_file(str(tasks / "tasks_train.jsonl"))
+    _, eval_meta = _read_prompt_file(str(tasks / "tasks_eval.jsonl"))
     train_ids = {m["task_id"] for m in train_meta}
-    assert all(m["task_id"].startswith("vvr-eval-") and m["task_id"] not in train_ids for m in eval_meta)
+    assert all(m["task_id"].startswith(prefix) and m["task_id"] not in train_ids for m in eval_meta)
 
 
 def _scores(gen, prompts, meta) -> tuple[float, float]:
@@ -48,9 +55,12 @@ def _scores(gen, prompts, meta) -> tuple[float, float]:
     return VVRReward()(x, prompts, meta).mean().item(), VVRReward(strict=True)(x, prompts, meta).mean().item()
 
 
-@pytest.mark.parametrize("path", [ONE_STEP, FLOW], ids=["one_step", "flow"])
-def test_shipped_checkpoint_beats_random_init_on_held_out_tasks(path: Path) -> None:
-    prompts, meta = _eval_tasks()
+@pytest.mark.parametrize("path,tasks", SHIPPED, ids=SHIPPED_IDS)
+def test_shipped_checkpoint_beats_random_init_on_held_out_tasks(path: Path, tasks: Path) -> None:
+    """v1: 64 held-out tasks, one draw each; v2 (closed world, solved ~1% of the time): all 128 x 4 draws."""
+    prompts, meta = _eval_tasks(N_EVAL, tasks) if tasks == ONE_STEP else _eval_tasks(128, tasks)
+    if tasks == ONE_STEP_V2:
+        prompts, meta = prompts * 4, meta * 4
     shipped = load_generator(path).eval()
     torch.manual_seed(0)
     random_init = type(shipped)(type(shipped.config)(**vars(shipped.config))).eval()
@@ -129,25 +139,41 @@ def test_compare_fit_mode_trains_and_scores_tasks_the_checkpoint_solves_sometime
     assert row["method"] == "festdpo" and row["acc_before"] > 0  # the selected tasks are solved some of the time
 
 
-def test_shipped_fit_tasks_are_what_the_selection_picks(tmp_path: Path) -> None:
-    """``tasks_fit.jsonl`` (the demo's tasks) is reproduced by ``vvr_compare.learnable_tasks``: the 16 of the first
-    384 training tasks the shipped one-step checkpoint solves most often within 10-60% of 16 draws."""
-    picked = _pipeline("vvr_compare").learnable_tasks(tmp_path, 16, 384)
-    assert picked.read_text() == (ONE_STEP / "tasks_fit.jsonl").read_text()
+def test_shipped_fit_tasks_are_what_the_selection_picks() -> None:
+    """``tasks_fit.jsonl`` of the v2 base (the demo's tasks) is reproduced by ``vvr_tasks.learnable_tasks``: the 16
+    of the first 512 training tasks the shipped one-step checkpoint solves most often within 10-60% of 16 draws."""
+    picked = _pipeline("vvr_tasks").learnable_tasks(ONE_STEP_V2, ONE_STEP_V2 / "tasks_train.jsonl", 16, 512)
+    assert "".join(line + "\n" for line in picked) == (ONE_STEP_V2 / "tasks_fit.jsonl").read_text()
 
 
-@pytest.mark.parametrize("pairs", ["8", "0"], ids=["precomputed-pairs", "fresh-teacher-samples"])
-def test_pretrain_script_writes_both_checkpoints_and_metrics(tmp_path: Path, pairs: str) -> None:
-    """A few steps of ``pipelines/vvr_pretrain.py``: the flow, a ``flow_residual`` student, metrics and grids."""
+@pytest.mark.slow
+def test_shipped_v1_fit_tasks_are_what_the_selection_picks() -> None:
+    """The same for the v1 checkpoint's ``tasks_fit.jsonl`` (the v1 tables' fit tasks; first 384 training tasks)."""
+    picked = _pipeline("vvr_tasks").learnable_tasks(ONE_STEP, ONE_STEP / "tasks_train.jsonl", 16, 384)
+    assert "".join(line + "\n" for line in picked) == (ONE_STEP / "tasks_fit.jsonl").read_text()
+
+
+@pytest.mark.parametrize("pairs,version", [("8", "2"), ("0", "1")], ids=["v2-precomputed-pairs", "v1-fresh-teacher-samples"])
+def test_pretrain_script_writes_both_checkpoints_and_metrics(tmp_path: Path, pairs: str, version: str) -> None:
+    """A few steps of ``pipelines/vvr_pretrain.py``: the flow, a ``flow_residual`` student, metrics and grids; v2
+    writes the ``*_vvr2`` folders, 80 prompt tokens and VVRBench v2 scores per difficulty bin."""
     rc = _pipeline("vvr_pretrain").main([
+        "--version", version, "--bench-per-bin", "2",
         "--assets", str(tmp_path / "assets"), "--out", str(tmp_path / "grids"), "--pool", "16", "--flow-steps", "2",
         "--distill-steps", "2", "--distill-pairs", pairs, "--batch", "4", "--eval-n", "4"])
     assert rc == 0
-    student = load_generator(tmp_path / "assets" / "tiny_one_step_vvr")
+    suffix = "2" if version == "2" else ""
+    student = load_generator(tmp_path / "assets" / f"tiny_one_step_vvr{suffix}")
     assert student.config.parametrization == "flow_residual" and student.config.backbone == "unet"
-    assert load_generator(tmp_path / "assets" / "tiny_flow_vvr").kind == "few_step"
-    metrics = json.loads((tmp_path / "assets" / "tiny_one_step_vvr" / "pretrain_metrics.json").read_text())
+    assert student.config.max_length == (80 if version == "2" else 24)
+    assert load_generator(tmp_path / "assets" / f"tiny_flow_vvr{suffix}").kind == "few_step"
+    metrics = json.loads((tmp_path / "assets" / f"tiny_one_step_vvr{suffix}" / "pretrain_metrics.json").read_text())
     assert metrics["flow_steps"] == 2 and metrics["distill_steps"] == 2
     for key in ("renders_32px", "flow_4step", "flow_8step", "one_step", "one_step_random_init"):
         assert metrics[key]["n"] == 4 and 0 <= metrics[key]["all_satisfied"] <= 1, key
+    if version == "2":
+        assert sorted(metrics["bench_per_bin"]) == [f"bin{b}" for b in range(1, 6)]
+        assert all(m["n"] == 2 for m in metrics["bench_per_bin"].values())
+    else:
+        assert "bench_per_bin" not in metrics
     assert (tmp_path / "grids" / "one_step_samples.png").is_file() and (tmp_path / "grids" / "flow_samples.png").is_file()
