@@ -6,6 +6,7 @@ at most) or only to ``--all``, the README blocks rendered from the file and the 
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -25,7 +26,8 @@ class Entry:
     runs: tuple[tuple[str | None, tuple[str, ...]], ...]  # (label, python argv with {out} / {results} placeholders)
     fast: bool
     blocks: dict[str, Renderer] = field(default_factory=dict)
-    pictures: dict[str, str] = field(default_factory=dict)  # file in the run folder -> path under the repository
+    pictures: dict[str, str] = field(default_factory=dict)  # file in the run folder ({out}; with several runs the
+    # entry's folder, whose run i writes under run_i/) -> path under the repository
     note: str = ""  # for tables merged from several runs
 
     @property
@@ -185,6 +187,113 @@ def vvr_throughput(t: ResultTable) -> str:
             f"512 px,\n  {times(ratio)} the {large.info['encoder']} at 512 px")
 
 
+# ---------------------------------------------------------------------------------------------------- PoEM
+def signed(x: float, digits: int) -> str:
+    return minus(f"{x:+.{digits}f}")
+
+
+def _coef(c: float) -> str:
+    return "0" if abs(c) < 0.005 else f"{c:.2f}"
+
+
+def _seeds(t: ResultTable) -> list[str]:
+    return [r.row.removesuffix("/held out") for r in t.rows if r.row.endswith("/held out")]
+
+
+def _spread(values: list[float], digits: int) -> str:
+    low, high = f"{min(values):.{digits}f}", f"{max(values):.{digits}f}"
+    return low if low == high else f"{low}–{high}"
+
+
+def _power_bound(x: float) -> str:
+    """``< 1e-N`` for the smallest power of ten above ``|x|``."""
+    return "0" if x == 0 else f"< 1e{math.floor(math.log10(abs(x))) + 1}"
+
+
+def poem_in_span(t: ResultTable) -> str:
+    rows = [t.row(f"{s}/in span 0.5*r1+0.5*r2") for s in _seeds(t)]
+    coefs = {tuple(_coef(c) for c in r.info["coef"]) for r in rows}
+    if len(coefs) != 1:
+        raise ValueError(f"poem_categorical: the seeds fit different ĉ {sorted(coefs)}; the README states one")
+    return (f"recovery {_spread([r.values['recovery'] for r in rows], 4)} and KL(π* ‖ π̂) "
+            f"{_power_bound(max(abs(r.values['kl']) for r in rows))} on all {len(rows)} toy seeds (log-ratio OLS:\n"
+            f"  ĉ = ({', '.join(coefs.pop())}))")
+
+
+def poem_spearman(t: ResultTable) -> str:
+    rho = [t.row(f"{s}/held out").values["spearman"] for s in _seeds(t)]
+    rewards = sum(t.row(f"{s}/held out").info["rewards"] for s in _seeds(t))
+    total = t.row("all seeds").values
+    held = sum(r <= -0.6 for r in rho)
+    cells = [minus(f"{r:.2f}") for r in rho]
+    mean, pooled = minus(f"{total['spearman_mean']:.2f}"), minus(f"{total['spearman_pooled']:.2f}")
+    return (f"{', '.join(cells[:-1])} and {cells[-1]} on the {len(rho)} seeds (mean {mean}; {pooled} over\n"
+            f"  all {rewards} rewards). The claimed ≤ −0.6 holds on "
+            f"{held} of {len(rho)} seeds")
+
+
+def poem_adam_default(t: ResultTable) -> str:
+    seeds = _seeds(t)
+    held = [t.row(f"{s}/held out").values for s in seeds]
+    in_span = [r.values for r in t.rows if "/in span " in r.row]
+    rho = [h["spearman"] for h in held]
+    return (f"within {max(h['basis_kl_to_optimum_max'] for h in held):.0e} of the optimum in KL,\n"
+            f"  but their log-ratios are off by up to {max(h['basis_log_ratio_error_max'] for h in held):.0f} nats where "
+            f"the reference still puts mass. In-span recovery drops to\n  {_spread([v['recovery'] for v in in_span], 2)} "
+            f"with KL(π* ‖ π̂) up to {max(v['kl'] for v in in_span):.1f}, and the Spearman correlation weakens to "
+            f"{minus(f'{max(rho):.2f}')} … {minus(f'{min(rho):.2f}')}")
+
+
+# ---------------------------------------------------------------------------------------------------- AV-GRPO
+AV_METHODS = {"av_grpo": "av_grpo (anchored)", "joint_grpo": "joint", "video_sde": "video_sde", "routed": "routed"}
+AV_SEEDS = ("0", "1", "2")
+
+
+def av_toy_table(t: ResultTable) -> str:
+    def cells(method: str, column: str, digits: int, with_se: bool = True) -> str:
+        out = []
+        for seed in AV_SEEDS:
+            r = t.row(f"seed={seed}/{method}")
+            out.append(signed(r.values[column], digits) + (f" (±{r.se[column]:.{digits}f})" if with_se else ""))
+        return " / ".join(out)
+
+    lines = [[label, str(t.row(f"seed={AV_SEEDS[0]}/{m}").info["rollouts"]), cells(m, "desync", 2),
+              cells(m, "video_quality", 3), cells(m, "audio_quality", 1, with_se=False)] for m, label in AV_METHODS.items()]
+    return table(["method", "rollouts", "Δ desync (frames)", "Δ video quality", "Δ audio quality (dB)"], lines)
+
+
+def av_toy_base(t: ResultTable) -> str:
+    v = t.row(f"seed={AV_SEEDS[0]}/base").values
+    desync, video, audio = (minus(f"{v[k]:.{d}f}") for k, d in (("desync", 2), ("video_quality", 3), ("audio_quality", 1)))
+    return f"desync {desync} frames, video quality {video} and audio\nquality {audio} dB"
+
+
+def _seed_list(seeds: list[str]) -> str:
+    return seeds[0] if len(seeds) == 1 else ", ".join(seeds[:-1]) + f" and {seeds[-1]}"
+
+
+def av_toy_budget(t: ResultTable) -> str:
+    budget = {s: t.row(f"seed={s}/budget").info for s in AV_SEEDS}
+    matched = [s for s in AV_SEEDS if budget[s]["ratio"] is not None]
+    missed = [s for s in AV_SEEDS if budget[s]["ratio"] is None]
+    parts = []
+    if matched:
+        ratios = ", ".join(f"{budget[s]['ratio']:.2f}×" for s in matched)
+        parts.append(f"AV-GRPO matched joint GRPO's final desync gain at {ratios} joint's rollouts with "
+                     f"seed{'s' if len(matched) > 1 else ''} {_seed_list(matched)}.")
+    if missed:
+        rollouts = t.row(f"seed={missed[0]}/av_grpo").info["rollouts"]
+        parts.append(f"With seed{'s' if len(missed) > 1 else ''} {_seed_list(missed)} it did not\n  match it within "
+                     f"its {rollouts} rollouts.")
+    return " ".join(parts).removesuffix(".")
+
+
+def av_toy_spearman(t: ResultTable) -> str:
+    rho = [v for s in AV_SEEDS for k, v in t.row(f"seed={s}/advantage spearman").values.items()
+           if k.startswith("anchored/") and k.endswith("/own_score")]
+    return _spread(rho, 2)
+
+
 # ---------------------------------------------------------------------------------------------------- registry
 PY = "python"
 COMPARE = (PY, "pipelines/vvr_compare.py", "--results", "{results}")
@@ -204,6 +313,9 @@ def _lambda_runs() -> tuple[tuple[str, tuple[str, ...]], ...]:
 
 
 TEXT = (PY, "pipelines/text_arithmetic.py", "--results", "{results}", "--output", "{out}")
+
+POEM_CATEGORICAL = (PY, "pipelines/poem_categorical.py", "--results", "{results}", "--out", "{out}")
+AV_TOY = (PY, "pipelines/av_compare.py", "--model", "toy", "--results", "{results}", "--out", "{out}")
 
 ENTRIES: tuple[Entry, ...] = (
     Entry("text_arithmetic", ((None, TEXT),), fast=True, blocks={"text_arithmetic": text_single}),
@@ -241,6 +353,16 @@ ENTRIES: tuple[Entry, ...] = (
           blocks={"vvr_compare_fit": vvr_methods}),
     Entry("vvr_rwtd_lambda", _lambda_runs(), fast=False, blocks={"vvr_rwtd_lambda": vvr_lambda},
           note="RWTD on VVR over λ, 32 + 32 samples per prompt, 300 steps: fit tasks (two seeds at λ > 0) and held-out"),
+    Entry("poem_categorical", ((None, POEM_CATEGORICAL),), fast=True,
+          blocks={"poem_categorical/in_span": poem_in_span, "poem_categorical/spearman": poem_spearman},
+          pictures={"coverage_vs_error.png": "assets/readme/poem_coverage_vs_error.png"}),
+    Entry("poem_categorical_adam_default", ((None, (*POEM_CATEGORICAL, "--adam-default")),), fast=True,
+          blocks={"poem_categorical_adam_default": poem_adam_default}),
+    Entry("av_compare_toy", tuple((f"seed={s}", (*AV_TOY, "--seed", s)) for s in AV_SEEDS), fast=True,
+          blocks={"av_compare_toy": av_toy_table, "av_compare_toy/base": av_toy_base, "av_compare_toy/budget": av_toy_budget,
+                  "av_compare_toy/spearman": av_toy_spearman},
+          pictures={"run_0/before_after.png": "assets/readme/av_grpo_toy_before_after.png"},
+          note="AV-GRPO and its baselines on the toy two-tower AV flow, 320 steps, training seeds 0, 1 and 2"),
 )
 
 

@@ -113,7 +113,8 @@ def write(e: Entry, fresh: ResultTable, runs_dir: Path) -> None:
     """Store the fresh result, copy its pictures and rewrite its README blocks (all rendered and found first, so a
     result the README cannot show changes nothing)."""
     readme = replace_blocks(README.read_text(), rendered_blocks({e.name: fresh}))
-    pictures = {runs_dir / e.name / "out" / src: ROOT / dst for src, dst in e.pictures.items()}
+    folder = runs_dir / e.name / ("out" if len(e.runs) == 1 else "")
+    pictures = {folder / src: ROOT / dst for src, dst in e.pictures.items()}
     missing = [str(src) for src in pictures if not src.is_file()]
     if missing:
         raise FileNotFoundError(f"{e.name}: the run wrote no {missing}")
