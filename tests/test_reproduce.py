@@ -17,9 +17,24 @@ from pipelines import readme_results as registry  # noqa: E402
 from pipelines import reproduce  # noqa: E402
 
 
-def test_every_entry_has_a_stored_result_file():
-    missing = [e.name for e in registry.ENTRIES if not e.path.is_file()]
-    assert not missing, f"no assets/results/<name>.json for {missing}: run pipelines/reproduce.py --only NAME --write"
+def test_every_entry_has_a_stored_result_file_unless_its_first_run_is_pending():
+    missing = {e.name for e in registry.ENTRIES if not e.path.is_file()}
+    pending = {e.name for e in registry.ENTRIES if e.first_run_pending}
+    assert missing <= pending, (f"no assets/results/<name>.json for {sorted(missing - pending)}: run "
+                                "pipelines/reproduce.py --only NAME --write")
+    assert pending <= missing, f"{sorted(pending - missing)} have their result file: drop first_run_pending"
+
+
+def test_a_pending_entry_keeps_its_hand_written_blocks_until_its_first_run(monkeypatch):
+    """Without a stored file a pending entry's blocks are not compared; a block of a non-pending entry without one
+    is reported."""
+    readme = "x is <!-- results:later -->hand-written<!-- /results -->.\n"
+    later = registry.Entry("later", ((None, ("python", "later.py", "--results", "{results}")),), fast=False,
+                           blocks={"later": lambda t: "rendered"}, first_run_pending=True)
+    monkeypatch.setattr(reproduce, "ENTRIES", (later,))
+    assert reproduce.readme_mismatches(readme, {}) == []
+    monkeypatch.setattr(reproduce, "ENTRIES", (registry.Entry("later", later.runs, fast=False, blocks=later.blocks),))
+    assert reproduce.readme_mismatches(readme, {}) == ["README block 'later': no stored result file later.json"]
 
 
 def test_readme_blocks_equal_what_their_result_files_render():
@@ -45,6 +60,8 @@ def test_a_moved_row_is_reported_by_name():
 
 def _check(name: str, tmp_path: Path) -> None:
     e = registry.entry(name)
+    if e.first_run_pending and not e.path.is_file():
+        pytest.skip(f"{name}: no run has written its result file yet (run reproduce.py --only {name} --write)")
     stored = reproduce.load_results(e.path)
     if not stored.regenerated:
         pytest.skip(f"{name}: stored numbers are reconstructed, not yet regenerated (run reproduce.py --only {name} --write)")
