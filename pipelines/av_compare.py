@@ -191,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=Path("runs/av_compare"))
     p.add_argument("--results", default=None, help="also write the result file (visalign.results format) here")
     args = p.parse_args(argv)
-    start = time.perf_counter()
+    began = time.perf_counter()
     torch.set_num_threads(1)
     args.out.mkdir(parents=True, exist_ok=True)
     if args.model == "toy":
@@ -237,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
                            f"{args.eval_size} fixed evaluation items, paired standard errors; across platforms the "
                            "training diverges by more than those errors (seed-to-seed spread), so no cross-platform "
                            "tolerance is stated",
-                      runtime_s=time.perf_counter() - start)
+                      runtime_s=time.perf_counter() - began)
     return 0
 
 
