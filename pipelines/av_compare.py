@@ -8,7 +8,7 @@ seconds per step, and the rollouts AV-GRPO needed to first match joint GRPO's fi
 own quality metric in anchored rollouts (and, for contrast, in joint rollouts). Writes ``results.json``, a contact
 sheet (frames with the waveform under them, base and after each method) and the desync curves.
 
-    python pipelines/av_compare.py --model toy            # toy two-tower MLP flow (visalign.toys.av_toy), ~45 s (4 methods x 320 steps)
+    python pipelines/av_compare.py --model toy            # toy two-tower MLP flow (visalign.toys.av_toy), ~45-85 s (4 methods x 320 steps)
     python pipelines/av_compare.py --model tiny_av --checkpoint assets/av/tiny_av_flow   # the tiny transformer AV model
 """
 from __future__ import annotations

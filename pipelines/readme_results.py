@@ -1,7 +1,7 @@
 """The README's result blocks: which command makes each one, and how its result file renders into the README.
 
 Each ``Entry`` names the command(s) that produce one result file ``assets/results/<name>.json`` (``{out}`` is the
-run folder, ``{results}`` the file the command writes), whether it belongs to ``reproduce.py --fast`` (a few minutes
+run folder, ``{folder}`` the entry's folder holding every run's, ``{results}`` the file the command writes), whether it belongs to ``reproduce.py --fast`` (a few minutes
 at most) or only to ``--all``, the README blocks rendered from the file and the pictures the run also produces.
 """
 from __future__ import annotations
@@ -299,6 +299,131 @@ def av_toy_spearman(t: ResultTable) -> str:
     return _spread(rho, 2)
 
 
+# ---------------------------------------------------------------------------------------------------- PoEM, LM and flow
+POEM_TEXT_REWARDS = {"correct+even": "0.5·correct + 0.5·even", "short+high": "0.5·short + 0.5·high",
+                     "repeat": "repeated digit (outside)"}
+POEM_TEXT_FITS = {"rewards": "rewards", "log_ratios": "log-ratios"}
+
+
+def _coef_cell(c: float) -> str:
+    """An exact zero (a reward fit on its own basis) as ``0``, anything else to two decimals."""
+    return "0" if round(c, 4) == 0 else minus(f"{c:.2f}")
+
+
+def poem_text(t: ResultTable) -> str:
+    def composed(v: dict, level: str) -> str:
+        recovery = v.get(f"{level}_recovery")
+        return f"{v[f'{level}_E']:.3f}" + ("" if recovery is None else f" ({minus(f'{recovery:.2f}')})")
+
+    lines = []
+    for key, label in POEM_TEXT_REWARDS.items():
+        for fit, fit_label in POEM_TEXT_FITS.items():
+            r = t.row(f"{key}/{fit}")
+            v = r.values
+            lines.append([label, fit_label, f"{v['coverage']:.3f}", ", ".join(_coef_cell(c) for c in r.info["coef"]),
+                          f"{v['E_ref']:.3f} → {v['E_direct']:.3f}", composed(v, "token"), composed(v, "sequence")])
+    return table(["new reward", "fit", "coverage", "ĉ (correct, short, even, high)", "E_ref → E_direct", "token-level",
+                  "sequence-level (SIR)"], lines)
+
+
+POEM_FLOW_REWARDS = {"0.5*brightness+0.5*mean_redness": "0.5·brightness + 0.5·mean_redness",
+                     "centre_of_mass_y": "centre_of_mass_y (outside)"}
+
+
+def poem_flow(t: ResultTable) -> str:
+    lines = []
+    for key, label in POEM_FLOW_REWARDS.items():
+        r = t.row(f"seed=0/{key}")
+        v = r.values
+        share = minus(f"{v['share_of_direct_gain']:.2f}")
+        lines.append([label, f"{v['coverage']:.3f}", ", ".join(_coef_cell(c) for c in r.info["coef"]),
+                      minus(f"{v['E_ref']:.3f} → {v['E_direct']:.3f}"), minus(f"{v['E_poem']:.3f}"), f"**{share}**"])
+    return table(["new reward", "coverage", "ĉ (brightness, redness, com-x, contrast)", "E_ref → E_direct", "PoEM",
+                  "share of the direct gain"], lines)
+
+
+def poem_flow_seed1(t: ResultTable) -> str:
+    def phrase(key: str) -> str:
+        v = t.row(f"seed=1/{key}").values
+        return minus(f"{v['share_of_direct_gain']:.2f} ({v['E_ref']:.3f} → {v['E_direct']:.3f}, PoEM {v['E_poem']:.3f})")
+
+    first, second = (phrase(k) for k in POEM_FLOW_REWARDS)
+    return f"{first} and {second}"
+
+
+# ---------------------------------------------------------------------------------------------------- CoRe
+CORE_ARMS = {"fixed": "fixed LRM", "core": "**CoRe**", "anchor_only": "anchor-only refit",
+             "generator_only": "generator term only", "oracle": "oracle labels"}
+
+
+def _mean_sd(v: dict, key: str, digits: int | None = None, suffix: str = "", hide_sd_below: float = 0.0) -> str:
+    """``mean ± sd`` (3 significant digits when ``digits`` is None); the SD is left out when below ``hide_sd_below``."""
+    mean, sd = v[key], v[f"{key}_sd"]
+    if digits is None:
+        digits = 1 if abs(mean) >= 10 else 2 if abs(mean) >= 1 else 3
+    text = minus(f"{mean:.{digits}f}") + suffix
+    return text if sd < hide_sd_below else f"{text} ± {sd:.{digits}f}"
+
+
+def core_images(t: ResultTable) -> str:
+    lines = []
+    for arm, label in CORE_ARMS.items():
+        v = t.row(arm).values
+        end, escape = _mean_sd(v, "judge_end"), _mean_sd(v, "escape_end_x", 2, "×")
+        if arm == "core":
+            end, escape = f"**{end}**", f"**{escape}**"
+        rho = _mean_sd(v, "spearman_second_half", 2, hide_sd_below=0.05) if "spearman_second_half" in v else "—"
+        lines.append([label, _mean_sd(v, "lrm_gain_sd", 2), minus(f"{v['judge_base']:.3f}"), _mean_sd(v, "judge_peak", 3),
+                      end, escape, rho])
+    return table(["arm", "LRM gain (SD)", "judge base", "judge peak", "judge end", "escape end",
+                  "Spearman(LRM, judge), 2nd half"], lines)
+
+
+# ---------------------------------------------------------------------------------------------------- pretraining
+def pretrain_metrics(t: ResultTable) -> str:
+    def color(label: str, name: str, references: bool = True) -> str:
+        v = t.row(f"{label}/{name}").values["object_color"]
+        if not references:
+            return minus(f"{v:.3f}")
+        renders, init = (t.row(f"{label}/{r}").values["object_color"] for r in ("renders", "random init"))
+        return minus(f"{v:.3f} ({renders:.3f} / {init:.3f})")
+
+    def loss(label: str, name: str) -> str:
+        info = t.row(f"{label}/{name}").info
+        return f"{info['loss_first20']:.3f} → {info['loss_last20']:.3f}"
+
+    sync = {r: t.row(f"av/{r}").values["av_sync"] for r in ("tiny_av_flow", "renders", "random init")}
+    return table(["model", "object_color (renders / random init)", "av_sync (renders / random init)",
+                  "loss first → last 20 steps"],
+                 [["`tiny_video_flow`", color("video", "tiny_video_flow"), "—", loss("video", "tiny_video_flow")],
+                  ["`tiny_video_one_step`", color("video", "tiny_video_one_step", False), "—",
+                   loss("video", "tiny_video_one_step") + " (distillation)"],
+                  ["`tiny_av_flow`", color("av", "tiny_av_flow"),
+                   minus(f"{sync['tiny_av_flow']:.3f} ({sync['renders']:.3f} / {sync['random init']:.3f})"),
+                   loss("av", "tiny_av_flow")]])
+
+
+def pretrain_steps(t: ResultTable) -> str:
+    return (f"{t.row('video/tiny_video_flow').info['steps']:,} (video) and {t.row('av/tiny_av_flow').info['steps']:,}\n"
+            "(audio-video)")
+
+
+# ---------------------------------------------------------------------------------------------------- AV-GRPO, tiny AV
+def av_tiny_table(t: ResultTable) -> str:
+    def cell(r, column: str, digits: int) -> str:
+        return signed(r.values[column], digits) + f" (±{r.se[column]:.{digits}f})"
+
+    lines = [[m.removesuffix("_grpo") if m == "joint_grpo" else m, cell(t.row(m), "desync", 2),
+              cell(t.row(m), "video_quality", 3), cell(t.row(m), "audio_quality", 1)] for m in AV_METHODS]
+    return table(["method", "Δ desync", "Δ video quality", "Δ audio quality (dB)"], lines)
+
+
+def av_tiny_base(t: ResultTable) -> str:
+    v = t.row("base").values
+    desync, video, audio = (minus(f"{v[k]:.{d}f}") for k, d in (("desync", 1), ("video_quality", 3), ("audio_quality", 1)))
+    return f"desync\n{desync}, video quality {video} and audio quality {audio} dB"
+
+
 # ---------------------------------------------------------------------------------------------------- registry
 PY = "python"
 COMPARE = (PY, "pipelines/vvr_compare.py", "--results", "{results}")
@@ -321,6 +446,11 @@ TEXT = (PY, "pipelines/text_arithmetic.py", "--results", "{results}", "--output"
 
 POEM_CATEGORICAL = (PY, "pipelines/poem_categorical.py", "--results", "{results}", "--out", "{out}")
 AV_TOY = (PY, "pipelines/av_compare.py", "--model", "toy", "--results", "{results}", "--out", "{out}")
+
+POEM_FLOW = (PY, "pipelines/poem_flow.py", "--results", "{results}", "--out", "{out}")
+PRETRAIN_VIDEO = (PY, "pipelines/pretrain_video.py", "--flow-minutes", "12", "--distill-minutes", "8")
+PRETRAIN_AV = (PY, "pipelines/pretrain_av.py", "--minutes", "12")
+PRETRAIN_OUT = ("--results", "{results}", "--assets", "{out}/assets", "--out", "{out}")
 
 ENTRIES: tuple[Entry, ...] = (
     Entry("text_arithmetic", ((None, TEXT),), fast=True, blocks={"text_arithmetic": text_single}),
@@ -368,6 +498,26 @@ ENTRIES: tuple[Entry, ...] = (
                   "av_compare_toy/spearman": av_toy_spearman},
           pictures={"run_0/before_after.png": "assets/readme/av_grpo_toy_before_after.png"},
           note="AV-GRPO and its baselines on the toy two-tower AV flow, 320 steps, training seeds 0, 1 and 2"),
+    # long commands (about 10-35 min each on this machine): no run has written their result files yet
+    Entry("av_compare_tiny_av", ((None, (PY, "pipelines/av_compare.py", "--model", "tiny_av", "--checkpoint",
+                                         "assets/av/tiny_av_flow", "--steps", "120", "--eval-every", "24", "--eval-size", "32",
+                                         "--results", "{results}", "--out", "{out}")),),
+          fast=False, blocks={"av_compare_tiny_av": av_tiny_table, "av_compare_tiny_av/base": av_tiny_base},
+          first_run_pending=True),
+    Entry("poem_text", ((None, (PY, "pipelines/poem_text.py", "--results", "{results}", "--out", "{out}")),), fast=False,
+          blocks={"poem_text": poem_text}, first_run_pending=True),
+    Entry("poem_flow", (("seed=0", POEM_FLOW), ("seed=1", (*POEM_FLOW, "--seed", "1", "--reference", "{folder}/run_0/reference"))),
+          fast=False, blocks={"poem_flow": poem_flow, "poem_flow/seed1": poem_flow_seed1},
+          pictures={"run_0/samples.png": "assets/readme/poem_flow_samples.png"}, first_run_pending=True,
+          note="PoEM on the tiny flow generator: RL seed 0, then RL seed 1 on seed 0's pretrained reference"),
+    Entry("core_compare_images", ((None, (PY, "pipelines/core_compare_images.py", "--results", "{results}", "--out", "{out}")),),
+          fast=False, blocks={"core_compare_images": core_images},
+          pictures={"curves.png": "assets/readme/core_images_curves.png", "samples.png": "assets/readme/core_images_samples.png"},
+          first_run_pending=True),
+    Entry("pretrain_metrics", (("video", (*PRETRAIN_VIDEO, *PRETRAIN_OUT)), ("av", (*PRETRAIN_AV, *PRETRAIN_OUT))), fast=False,
+          blocks={"pretrain_metrics": pretrain_metrics, "pretrain_metrics/steps": pretrain_steps}, first_run_pending=True,
+          note="the tiny video and audio-video generators pretrained on the moving-shapes world (12 + 8 and 12 minutes); "
+               "checkpoints go to the run folder, not assets/"),
 )
 
 

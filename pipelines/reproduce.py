@@ -41,8 +41,8 @@ from visalign.results import (  # noqa: E402
 )
 
 
-def _argv(template: tuple[str, ...], out: Path, results: Path) -> list[str]:
-    argv = [a.replace("{out}", str(out)).replace("{results}", str(results)) for a in template]
+def _argv(template: tuple[str, ...], out: Path, results: Path, folder: Path) -> list[str]:
+    argv = [a.replace("{out}", str(out)).replace("{folder}", str(folder)).replace("{results}", str(results)) for a in template]
     return [sys.executable if a == "python" and i == 0 else a for i, a in enumerate(argv)]
 
 
@@ -57,7 +57,7 @@ def run_entry(e: Entry, runs_dir: Path, log=print) -> ResultTable:
     tables = []
     for i, (label, template) in enumerate(e.runs):
         out, results = folder / (f"run_{i}" if len(e.runs) > 1 else "out"), folder / f"result_{i}.json"
-        argv = _argv(template, out, results)
+        argv = _argv(template, out, results, folder)
         log(f"[{e.name}] {' '.join(template)}")
         with (folder / f"log_{i}.txt").open("w") as log_file:
             proc = subprocess.run(argv, cwd=ROOT, env=env, stdout=log_file, stderr=subprocess.STDOUT)
@@ -66,7 +66,7 @@ def run_entry(e: Entry, runs_dir: Path, log=print) -> ResultTable:
             raise RuntimeError(f"{e.name}: command failed with exit status {proc.returncode}: {' '.join(argv)}\n" + "\n".join(tail))
         table = load_results(results)
         for run in table.runs:
-            run.args = [a.replace(str(out), "{out}") for a in run.args]
+            run.args = [a.replace(str(out), "{out}").replace(str(folder), "{folder}") for a in run.args]
             run.label = label
         tables.append(table)
     return merge(e, tables)
