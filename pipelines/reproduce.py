@@ -11,7 +11,9 @@
 Each entry's command writes a result file (``visalign.results``); it is compared with ``assets/results/<name>.json``
 within the tolerance stored there (exact for deterministic runs on the platform that wrote it, standard errors or
 ratios for noisy ones; wall times are never compared). Per entry it prints ``unchanged``, the rows that moved, or
-``not yet regenerated`` for a stored file reconstructed by hand that no run has written. Exit status 1 when a table
+``not yet regenerated`` for a stored file reconstructed by hand that no run has written. An entry marked
+``first_run_pending`` (a long command no run has written a file for yet) has no stored file: ``--list`` and
+``--check-readme`` say so, its README blocks keep their hand-written text, and its first ``--write`` renders them. Exit status 1 when a table
 moved, its arguments differ or the README disagrees with the stored files.
 """
 from __future__ import annotations
