@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import sys
 import time
 from pathlib import Path
 
@@ -32,6 +34,7 @@ from visalign.core.generator import load_generator
 from visalign.generators.tiny import TinyFlowConfig, TinyFlowGenerator
 from visalign.rewards.latent import (LRMTrainingConfig, LatentRewardConfig, LatentPairs, build_lrm, save_lrm,
                                      save_pairs, train_lrm)
+from visalign.results import ResultRow, Tolerance, write_results
 from visalign.rewards.smooth_images import SmoothImageJudge
 from visalign.toys.pretrain import pretrain_flow
 from visalign.toys.smooth_images import SmoothImages
@@ -109,7 +112,7 @@ def arm_figures(history: list[dict[str, float]]) -> dict[str, float]:
             "spearman_second_half": spearman(lrm[half:], judge[half:])}
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="runs/core_images")
     parser.add_argument("--arms", nargs="*", default=list(ARMS), choices=ARMS)
@@ -132,7 +135,11 @@ def main() -> None:
     parser.add_argument("--lrm-kind", default="standalone", choices=["standalone", "backbone"])
     parser.add_argument("--prepare-only", action="store_true")
     parser.add_argument("--report-only", action="store_true", help="rebuild the table and pictures from the run folders")
-    args = parser.parse_args()
+    parser.add_argument("--results", default=None, help="also write the result file (visalign.results format) here")
+    args = parser.parse_args(argv)
+    if args.results and (args.report_only or args.prepare_only):
+        parser.error("--results records a full run (not --report-only / --prepare-only)")
+    began = time.perf_counter()
     torch.set_num_threads(1)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -155,6 +162,27 @@ def main() -> None:
             print(f"{arm:15s} seed {seed}: " + ", ".join(f"{k} {v:.3f}" for k, v in figures.items())
                   + f"  ({time.perf_counter() - start:.0f} s)", flush=True)
         report(results, curves, out, args)
+    if args.results:
+        write_results(args.results, "core_compare_images", "python pipelines/core_compare_images.py",
+                      sys.argv[1:] if argv is None else argv, result_rows(results, args.seeds),
+                      tolerance=Tolerance(note="fixed seeds on one thread: compared exactly"),
+                      note=f"CoRe vs a fixed LRM on 8 px smooth images, {args.steps} generator steps: mean and population SD "
+                           "over seeds (LRM gain in initial SDs of the original LRM, escape as a multiple of the base's); "
+                           "across platforms training diverges, so no cross-platform tolerance",
+                      runtime_s=time.perf_counter() - began)
+
+
+def result_rows(results: dict[str, list[dict[str, float]]], seeds: list[int]) -> list[ResultRow]:
+    """Per arm: every figure's mean over seeds and its SD (``_sd``); then the figures per seed (a Spearman
+    correlation that is undefined, with too few evaluations, is left out)."""
+    rows = []
+    for arm, runs in results.items():
+        keys = [k for k in runs[0] if all(math.isfinite(r[k]) for r in runs)]
+        rows.append(ResultRow(arm, {**{k: float(np.mean([r[k] for r in runs])) for k in keys},
+                                    **{f"{k}_sd": float(np.std([r[k] for r in runs])) for k in keys}}))
+    rows += [ResultRow(f"seed {seed}/{arm}", {k: v for k, v in run.items() if math.isfinite(v)})
+             for arm, runs in results.items() for seed, run in zip(seeds, runs)]
+    return rows
 
 
 def report(results, curves, out: Path, args: argparse.Namespace) -> None:

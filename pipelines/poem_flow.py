@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
 import torch
 
 from visalign.algorithms import FlowGRPO, FlowGRPOConfig
+from visalign.results import ResultRow, Tolerance, write_results
 from visalign.core import PromptList, Reward, WeightedReward, get_reward, load_generator, score
 from visalign.generators import TinyFlowConfig, TinyFlowGenerator
 from visalign.poem import ComposedFlowGenerator, calibrate_flow, fit_calibration
@@ -105,7 +107,7 @@ def save_rows(rows: list[torch.Tensor], labels: list[str], path: Path) -> None:
     sheet.save(path)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default="runs/poem_flow")
     ap.add_argument("--reference", default=None, help="reference checkpoint (default: OUT/reference, pretrained if absent)")
@@ -119,7 +121,8 @@ def main() -> None:
     ap.add_argument("--eval", type=int, default=512, help="noise draws every model is scored on")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1, help="torch threads (on a busy shared machine one is fastest)")
-    args = ap.parse_args()
+    ap.add_argument("--results", default=None, help="also write the result file (visalign.results format) here")
+    args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     out = Path(args.out)
     t0 = time.time()
@@ -155,6 +158,20 @@ def main() -> None:
     results["seconds"] = round(time.time() - t0)
     (out / "results.json").write_text(json.dumps(results, indent=2))
     print(f"wrote {out / 'results.json'} and {out / 'samples.png'} ({results['seconds']}s)")
+    if args.results:
+        write_results(args.results, "poem_flow", "python pipelines/poem_flow.py", sys.argv[1:] if argv is None else argv,
+                      result_rows(results, list(news)),
+                      tolerance=Tolerance(note="fixed seeds on one thread: compared exactly"),
+                      note=f"PoEM on the tiny flow generator, seed {args.seed}: coverage, ĉ and mean rewards on "
+                           f"{args.eval} shared ODE draws; across platforms RL diverges, so no cross-platform tolerance",
+                      runtime_s=time.time() - t0)
+
+
+def result_rows(results: dict, rewards: list[str]) -> list[ResultRow]:
+    """Per new reward: coverage, the reference's, direct RL's and PoEM's mean reward and PoEM's share of the direct
+    gain (ĉ as info, in basis order)."""
+    return [ResultRow(name, {k: results[name][k] for k in ("coverage", "E_ref", "E_direct", "E_poem", "share_of_direct_gain")},
+                      info={"coef": results[name]["coef"], "bases": list(BASES)}) for name in rewards]
 
 
 if __name__ == "__main__":

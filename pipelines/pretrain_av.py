@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -22,9 +23,10 @@ import torch
 
 from visalign.core.generator import load_generator
 from visalign.generators.tiny_av import TinyAudioVideoConfig, TinyAudioVideoFlowGenerator
+from visalign.results import ResultRow, Tolerance, write_results
 from visalign.rewards.video import AudioVideoSyncReward, ObjectColorReward
 from visalign.toys.moving_shapes import WorldConfig, all_prompts, render_batch
-from visalign.toys.video_pretrain import fit, flow_loss
+from visalign.toys.video_pretrain import BUDGET_NOTE, fit, flow_loss
 from visalign.trainer.visuals import save_samples
 
 MODEL = dict(image_size=16, frames=8, fps=8.0, patch_size=4, width=64, layers=2, heads=4, text_hidden=32,
@@ -32,11 +34,16 @@ MODEL = dict(image_size=16, frames=8, fps=8.0, patch_size=4, width=64, layers=2,
 
 
 @torch.no_grad()
-def measure(sample_fn, prompts: list[str], seed: int = 1234) -> tuple[dict[str, float], dict]:
+def measure(sample_fn, prompts: list[str], seed: int = 1234,
+            errors: dict[str, dict[str, float]] | None = None, name: str = "") -> tuple[dict[str, float], dict]:
+    """Mean ``object_color`` and ``av_sync`` over ``prompts`` (one sample each) and the samples; their standard errors
+    over the prompts go to ``errors[name]`` when given."""
     x = sample_fn(prompts, torch.Generator().manual_seed(seed))
     meta = [{}] * len(prompts)
-    return {"object_color": round(ObjectColorReward()(x, prompts, meta).mean().item(), 4),
-            "av_sync": round(AudioVideoSyncReward()(x, prompts, meta).mean().item(), 4)}, x
+    scores = {"object_color": ObjectColorReward()(x, prompts, meta), "av_sync": AudioVideoSyncReward()(x, prompts, meta)}
+    if errors is not None:
+        errors[name] = {k: float(v.std() / len(v) ** 0.5) for k, v in scores.items()}
+    return {k: round(v.mean().item(), 4) for k, v in scores.items()}, x
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -51,7 +58,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--assets", type=Path, default=Path("assets/av"))
     p.add_argument("--out", type=Path, default=Path("runs/pretrain_av"))
     p.add_argument("--pictures-only", action="store_true", help="load the checkpoint in --assets and draw it")
+    p.add_argument("--results", default=None, help="also write the result file (visalign.results format) here")
     args = p.parse_args(argv)
+    if args.results and args.pictures_only:
+        p.error("--results records a training run; --pictures-only trains nothing")
+    began, errors = time.perf_counter(), {}
     torch.set_num_threads(args.threads)
     world = WorldConfig(size=MODEL["image_size"], frames=MODEL["frames"], fps=MODEL["fps"], sample_rate=MODEL["sample_rate"])
     prompts = all_prompts(audio=True)
@@ -61,15 +72,18 @@ def main(argv: list[str] | None = None) -> int:
     else:
         torch.manual_seed(args.seed)
         model = TinyAudioVideoFlowGenerator(TinyAudioVideoConfig(**MODEL, num_steps=args.num_steps))
-        metrics["random_init"], _ = measure(lambda ps, g: model.sample(ps, generator=g), prompts)
+        metrics["random_init"], _ = measure(lambda ps, g: model.sample(ps, generator=g), prompts, errors=errors,
+                                            name="random init")
         start = time.perf_counter()
         losses = fit(model, flow_loss(model, world, args.batch, audio=True), args.steps, args.lr, args.minutes, args.seed,
                      "audio-video flow matching")
         metrics["flow_matching"] = {"steps": len(losses), "seconds": round(time.perf_counter() - start, 1),
                                     "loss_first20": round(sum(losses[:20]) / 20, 4), "loss_last20": round(sum(losses[-20:]) / 20, 4)}
         model.save_pretrained(args.assets / "tiny_av_flow")
-    metrics["renders"], renders = measure(lambda ps, g: render_batch(ps, world, g, audio=True), prompts)
-    metrics["flow"], samples = measure(lambda ps, g: model.sample(ps, generator=g), prompts)
+    metrics["renders"], renders = measure(lambda ps, g: render_batch(ps, world, g, audio=True), prompts, errors=errors,
+                                          name="renders")
+    metrics["flow"], samples = measure(lambda ps, g: model.sample(ps, generator=g), prompts, errors=errors,
+                                       name="tiny_av_flow")
     print(json.dumps(metrics, indent=2))
     if not args.pictures_only:
         (args.assets / "pretrain_metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
@@ -79,7 +93,21 @@ def main(argv: list[str] | None = None) -> int:
         picked = {k: v[rows] if isinstance(v, torch.Tensor) else v for k, v in x.items()}
         path = save_samples(picked, args.out / f"{name}.png", [prompts[i] for i in rows], rewards=r[rows])
         print("wrote", path, "with its GIF and WAVs")
+    if args.results:
+        write_results(args.results, "pretrain_av", "python pipelines/pretrain_av.py", sys.argv[1:] if argv is None else argv,
+                      result_rows(metrics, errors), tolerance=Tolerance(se_multiple=2.0, note=BUDGET_NOTE),
+                      platform_tolerance=Tolerance(se_multiple=2.0),
+                      note=f"object_color and av_sync on the world's {len(prompts)} prompts (one sample each, seed 1234); "
+                           "losses are the mean of the first / last 20 training steps",
+                      runtime_s=time.perf_counter() - began)
     return 0
+
+
+def result_rows(metrics: dict, errors: dict[str, dict[str, float]]) -> list[ResultRow]:
+    """The flow (its training losses as info), the renders and the random init."""
+    keys = {"tiny_av_flow": "flow", "renders": "renders", "random init": "random_init"}
+    return [ResultRow(name, dict(metrics[key]), se=errors[name], info=metrics["flow_matching"] if key == "flow" else {})
+            for name, key in keys.items()]
 
 
 if __name__ == "__main__":

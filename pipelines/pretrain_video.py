@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -25,9 +26,10 @@ import torch
 from visalign.core.generator import load_generator
 from visalign.generators.tiny_video import (TinyVideoFlowConfig, TinyVideoFlowGenerator, TinyVideoOneStepConfig,
                                             TinyVideoOneStepGenerator)
+from visalign.results import ResultRow, Tolerance, write_results
 from visalign.rewards.video import ObjectColorReward
 from visalign.toys.moving_shapes import WorldConfig, all_prompts, render_batch
-from visalign.toys.video_pretrain import distill_loss, fit, flow_loss
+from visalign.toys.video_pretrain import BUDGET_NOTE, distill_loss, fit, flow_loss
 from visalign.trainer.visuals import save_samples
 
 MODEL = dict(image_size=16, frames=8, fps=8.0, patch_size=4, width=64, layers=2, heads=4, text_hidden=32,
@@ -35,9 +37,15 @@ MODEL = dict(image_size=16, frames=8, fps=8.0, patch_size=4, width=64, layers=2,
 
 
 @torch.no_grad()
-def measure(sample_fn, prompts: list[str], seed: int = 1234) -> tuple[float, object]:
+def measure(sample_fn, prompts: list[str], seed: int = 1234, errors: dict[str, float] | None = None,
+            name: str = "") -> tuple[float, object]:
+    """Mean ``object_color`` over ``prompts`` (one sample each) and the samples; its standard error over the prompts
+    goes to ``errors[name]`` when given."""
     x = sample_fn(prompts, torch.Generator().manual_seed(seed))
-    return round(ObjectColorReward()(x, prompts, [{}] * len(prompts)).mean().item(), 4), x
+    r = ObjectColorReward()(x, prompts, [{}] * len(prompts))
+    if errors is not None:
+        errors[name] = float(r.std() / len(r) ** 0.5)
+    return round(r.mean().item(), 4), x
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -55,7 +63,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=Path("runs/pretrain_video"))
     p.add_argument("--pictures-only", action="store_true", help="load the checkpoints in --assets and draw them")
     p.add_argument("--resume-flow", action="store_true", help="load the flow from --assets and only (re)distil the one-step model")
+    p.add_argument("--results", default=None, help="also write the result file (visalign.results format) here")
     args = p.parse_args(argv)
+    if args.results and args.pictures_only:
+        p.error("--results records a training run; --pictures-only trains nothing")
+    began, errors = time.perf_counter(), {}
     torch.set_num_threads(args.threads)
     world = WorldConfig(size=MODEL["image_size"], frames=MODEL["frames"], fps=MODEL["fps"])
     metrics: dict[str, object] = {}
@@ -85,11 +97,15 @@ def main(argv: list[str] | None = None) -> int:
                                "loss_first20": round(sum(losses[:20]) / 20, 4), "loss_last20": round(sum(losses[-20:]) / 20, 4)}
         flow.save_pretrained(args.assets / "tiny_video_flow")
         student.save_pretrained(args.assets / "tiny_video_one_step")
-        metrics["random_init_one_step_object_color"], _ = measure(lambda ps, g: random_student.sample(ps, generator=g), all_prompts())
+        metrics["random_init_one_step_object_color"], _ = measure(lambda ps, g: random_student.sample(ps, generator=g), all_prompts(),
+                                                                  errors=errors, name="random init")
     prompts = all_prompts()
-    metrics["renders_object_color"], renders = measure(lambda ps, g: render_batch(ps, world, g), prompts)
-    metrics["flow_object_color"], flow_x = measure(lambda ps, g: flow.sample(ps, generator=g), prompts)
-    metrics["one_step_object_color"], student_x = measure(lambda ps, g: student.sample(ps, generator=g), prompts)
+    metrics["renders_object_color"], renders = measure(lambda ps, g: render_batch(ps, world, g), prompts, errors=errors,
+                                                       name="renders")
+    metrics["flow_object_color"], flow_x = measure(lambda ps, g: flow.sample(ps, generator=g), prompts, errors=errors,
+                                                   name="tiny_video_flow")
+    metrics["one_step_object_color"], student_x = measure(lambda ps, g: student.sample(ps, generator=g), prompts,
+                                                          errors=errors, name="tiny_video_one_step")
     print(json.dumps(metrics, indent=2))
     if not args.pictures_only:
         (args.assets / "pretrain_metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
@@ -98,6 +114,26 @@ def main(argv: list[str] | None = None) -> int:
         r = ObjectColorReward()(x, prompts, [{}] * len(prompts))
         path = save_samples(x[rows], args.out / f"{name}.png", [prompts[i] for i in rows], rewards=r[rows])
         print("wrote", path, "and", path.with_suffix(".gif"))
+    if args.results:
+        write_results(args.results, "pretrain_video", "python pipelines/pretrain_video.py",
+                      sys.argv[1:] if argv is None else argv, result_rows(metrics, errors),
+                      tolerance=Tolerance(se_multiple=2.0, note=BUDGET_NOTE), platform_tolerance=Tolerance(se_multiple=2.0),
+                      note=f"object_color on the world's {len(prompts)} prompts (one sample each, seed 1234); losses are "
+                           "the mean of the first / last 20 training steps",
+                      runtime_s=time.perf_counter() - began)
+    return 0
+
+
+def result_rows(metrics: dict, errors: dict[str, float]) -> list[ResultRow]:
+    """The flow and the one-step student (with their training losses as info), the renders and the random init."""
+    def row(name: str, key: str, training: dict | None = None) -> ResultRow:
+        return ResultRow(name, {"object_color": metrics[key]}, se={"object_color": errors[name]}, info=training or {})
+
+    rows = [row("tiny_video_flow", "flow_object_color", metrics["flow"]),
+            row("tiny_video_one_step", "one_step_object_color", metrics["one_step"]), row("renders", "renders_object_color")]
+    if "random_init_one_step_object_color" in metrics:  # not measured with --resume-flow
+        rows.append(row("random init", "random_init_one_step_object_color"))
+    return rows
     return 0
 
 

@@ -1,11 +1,13 @@
 """The README's result blocks: which command makes each one, and how its result file renders into the README.
 
 Each ``Entry`` names the command(s) that produce one result file ``assets/results/<name>.json`` (``{out}`` is the
-run folder, ``{results}`` the file the command writes), whether it belongs to ``reproduce.py --fast`` (a few minutes
+run folder, ``{folder}`` the entry's folder holding every run's, ``{results}`` the file the command writes), whether it belongs to ``reproduce.py --fast`` (a few minutes
 at most) or only to ``--all``, the README blocks rendered from the file and the pictures the run also produces.
 """
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -25,8 +27,12 @@ class Entry:
     runs: tuple[tuple[str | None, tuple[str, ...]], ...]  # (label, python argv with {out} / {results} placeholders)
     fast: bool
     blocks: dict[str, Renderer] = field(default_factory=dict)
-    pictures: dict[str, str] = field(default_factory=dict)  # file in the run folder -> path under the repository
+    pictures: dict[str, str] = field(default_factory=dict)  # file in the run folder ({out}; with several runs the
+    # entry's folder, whose run i writes under run_i/) -> path under the repository
     note: str = ""  # for tables merged from several runs
+    # no run has written its result file yet (a long command): its README blocks still hold hand-written numbers,
+    # which --check-readme reports without failing; the first `reproduce.py --only NAME --write` renders them
+    first_run_pending: bool = False
 
     @property
     def path(self) -> Path:
@@ -204,6 +210,239 @@ def vvr_throughput(t: ResultTable) -> str:
             f"512 px,\n  {times(ratio)} the {large.info['encoder']} at 512 px")
 
 
+# ---------------------------------------------------------------------------------------------------- PoEM
+def signed(x: float, digits: int) -> str:
+    return minus(f"{x:+.{digits}f}")
+
+
+def _coef(c: float) -> str:
+    return "0" if abs(c) < 0.005 else f"{c:.2f}"
+
+
+def _seeds(t: ResultTable) -> list[str]:
+    return [r.row.removesuffix("/held out") for r in t.rows if r.row.endswith("/held out")]
+
+
+def _spread(values: list[float], digits: int) -> str:
+    low, high = f"{min(values):.{digits}f}", f"{max(values):.{digits}f}"
+    return low if low == high else f"{low}–{high}"
+
+
+def _power_bound(x: float) -> str:
+    """``< 1e-N`` for the smallest power of ten above ``|x|``."""
+    return "0" if x == 0 else f"< 1e{math.floor(math.log10(abs(x))) + 1}"
+
+
+def poem_in_span(t: ResultTable) -> str:
+    rows = [t.row(f"{s}/in span 0.5*r1+0.5*r2") for s in _seeds(t)]
+    coefs = {tuple(_coef(c) for c in r.info["coef"]) for r in rows}
+    if len(coefs) != 1:
+        raise ValueError(f"poem_categorical: the seeds fit different ĉ {sorted(coefs)}; the README states one")
+    return (f"recovery {_spread([r.values['recovery'] for r in rows], 4)} and KL(π* ‖ π̂) "
+            f"{_power_bound(max(abs(r.values['kl']) for r in rows))} on all {len(rows)} toy seeds (log-ratio OLS:\n"
+            f"  ĉ = ({', '.join(coefs.pop())}))")
+
+
+def poem_spearman(t: ResultTable) -> str:
+    rho = [t.row(f"{s}/held out").values["spearman"] for s in _seeds(t)]
+    rewards = sum(t.row(f"{s}/held out").info["rewards"] for s in _seeds(t))
+    total = t.row("all seeds").values
+    held = sum(r <= -0.6 for r in rho)
+    cells = [minus(f"{r:.2f}") for r in rho]
+    mean, pooled = minus(f"{total['spearman_mean']:.2f}"), minus(f"{total['spearman_pooled']:.2f}")
+    return (f"{', '.join(cells[:-1])} and {cells[-1]} on the {len(rho)} seeds (mean {mean}; {pooled} over\n"
+            f"  all {rewards} rewards). The claimed ≤ −0.6 holds on "
+            f"{held} of {len(rho)} seeds")
+
+
+def poem_adam_default(t: ResultTable) -> str:
+    seeds = _seeds(t)
+    held = [t.row(f"{s}/held out").values for s in seeds]
+    in_span = [t.row(f"{s}/in span 0.5*r1+0.5*r2").values for s in seeds]
+    rho = [h["spearman"] for h in held]
+    kl_gap = re.sub(r"e([+-])0*(\d)", r"e\1\2", f"{max(h['basis_kl_to_optimum_max'] for h in held):.0e}").replace("e+", "e")
+    return (f"within {kl_gap} of the optimum in KL,\n"
+            f"  but their log-ratios are off by up to {max(h['basis_log_ratio_error_max'] for h in held):.0f} nats where "
+            f"the reference still puts mass. In-span recovery drops to\n  {_spread([v['recovery'] for v in in_span], 2)} "
+            f"with KL(π* ‖ π̂) up to {max(v['kl'] for v in in_span):.1f}, and the Spearman correlation weakens to "
+            f"{minus(f'{max(rho):.2f}')} … {minus(f'{min(rho):.2f}')}")
+
+
+# ---------------------------------------------------------------------------------------------------- AV-GRPO
+AV_METHODS = {"av_grpo": "av_grpo (anchored)", "joint_grpo": "joint", "video_sde": "video_sde", "routed": "routed"}
+AV_SEEDS = ("0", "1", "2")
+
+
+def av_toy_table(t: ResultTable) -> str:
+    def cells(method: str, column: str, digits: int, with_se: bool = True) -> str:
+        out = []
+        for seed in AV_SEEDS:
+            r = t.row(f"seed={seed}/{method}")
+            out.append(signed(r.values[column], digits) + (f" (±{r.se[column]:.{digits}f})" if with_se else ""))
+        return " / ".join(out)
+
+    lines = [[label, str(t.row(f"seed={AV_SEEDS[0]}/{m}").info["rollouts"]), cells(m, "desync", 2),
+              cells(m, "video_quality", 3), cells(m, "audio_quality", 1, with_se=False)] for m, label in AV_METHODS.items()]
+    return table(["method", "rollouts", "Δ desync (frames)", "Δ video quality", "Δ audio quality (dB)"], lines)
+
+
+def av_toy_base(t: ResultTable) -> str:
+    v = t.row(f"seed={AV_SEEDS[0]}/base").values
+    desync, video, audio = (minus(f"{v[k]:.{d}f}") for k, d in (("desync", 2), ("video_quality", 3), ("audio_quality", 1)))
+    return f"desync {desync} frames, video quality {video} and audio\nquality {audio} dB"
+
+
+def _seed_list(seeds: list[str]) -> str:
+    return seeds[0] if len(seeds) == 1 else ", ".join(seeds[:-1]) + f" and {seeds[-1]}"
+
+
+def av_toy_budget(t: ResultTable) -> str:
+    budget = {s: t.row(f"seed={s}/budget").info for s in AV_SEEDS}
+    matched = [s for s in AV_SEEDS if budget[s]["ratio"] is not None]
+    missed = [s for s in AV_SEEDS if budget[s]["ratio"] is None]
+    parts = []
+    if matched:
+        ratios = ", ".join(f"{budget[s]['ratio']:.2f}×" for s in matched)
+        parts.append(f"AV-GRPO matched joint GRPO's final desync gain at {ratios} joint's rollouts with "
+                     f"seed{'s' if len(matched) > 1 else ''} {_seed_list(matched)}.")
+    if missed:
+        rollouts = t.row(f"seed={missed[0]}/av_grpo").info["rollouts"]
+        parts.append(f"With seed{'s' if len(missed) > 1 else ''} {_seed_list(missed)} it did not\n  match it within "
+                     f"its {rollouts} rollouts.")
+    return " ".join(parts).removesuffix(".")
+
+
+def av_toy_spearman(t: ResultTable) -> str:
+    rho = [v for s in AV_SEEDS for k, v in t.row(f"seed={s}/advantage spearman").values.items()
+           if k.startswith("anchored/") and k.endswith("/own_score")]
+    return _spread(rho, 2)
+
+
+# ---------------------------------------------------------------------------------------------------- PoEM, LM and flow
+POEM_TEXT_REWARDS = {"correct+even": "0.5·correct + 0.5·even", "short+high": "0.5·short + 0.5·high",
+                     "repeat": "repeated digit (outside)"}
+POEM_TEXT_FITS = {"rewards": "rewards", "log_ratios": "log-ratios"}
+
+
+def _coef_cell(c: float) -> str:
+    """An exact zero (a reward fit on its own basis) as ``0``, anything else to two decimals."""
+    return "0" if round(c, 4) == 0 else minus(f"{c:.2f}")
+
+
+def poem_text(t: ResultTable) -> str:
+    def composed(v: dict, level: str) -> str:
+        recovery = v.get(f"{level}_recovery")
+        return f"{v[f'{level}_E']:.3f}" + ("" if recovery is None else f" ({minus(f'{recovery:.2f}')})")
+
+    lines = []
+    for key, label in POEM_TEXT_REWARDS.items():
+        for fit, fit_label in POEM_TEXT_FITS.items():
+            r = t.row(f"{key}/{fit}")
+            v = r.values
+            lines.append([label, fit_label, f"{v['coverage']:.3f}", ", ".join(_coef_cell(c) for c in r.info["coef"]),
+                          f"{v['E_ref']:.3f} → {v['E_direct']:.3f}", composed(v, "token"), composed(v, "sequence")])
+    return table(["new reward", "fit", "coverage", "ĉ (correct, short, even, high)", "E_ref → E_direct", "token-level",
+                  "sequence-level (SIR)"], lines)
+
+
+POEM_FLOW_REWARDS = {"0.5*brightness+0.5*mean_redness": "0.5·brightness + 0.5·mean_redness",
+                     "centre_of_mass_y": "centre_of_mass_y (outside)"}
+
+
+def poem_flow(t: ResultTable) -> str:
+    lines = []
+    for key, label in POEM_FLOW_REWARDS.items():
+        r = t.row(f"seed=0/{key}")
+        v = r.values
+        share = minus(f"{v['share_of_direct_gain']:.2f}")
+        lines.append([label, f"{v['coverage']:.3f}", ", ".join(_coef_cell(c) for c in r.info["coef"]),
+                      minus(f"{v['E_ref']:.3f} → {v['E_direct']:.3f}"), minus(f"{v['E_poem']:.3f}"), f"**{share}**"])
+    return table(["new reward", "coverage", "ĉ (brightness, redness, com-x, contrast)", "E_ref → E_direct", "PoEM",
+                  "share of the direct gain"], lines)
+
+
+def poem_flow_seed1(t: ResultTable) -> str:
+    def phrase(key: str) -> str:
+        v = t.row(f"seed=1/{key}").values
+        return minus(f"{v['share_of_direct_gain']:.2f} ({v['E_ref']:.3f} → {v['E_direct']:.3f}, PoEM {v['E_poem']:.3f})")
+
+    first, second = (phrase(k) for k in POEM_FLOW_REWARDS)
+    return f"{first} and {second}"
+
+
+# ---------------------------------------------------------------------------------------------------- CoRe
+CORE_ARMS = {"fixed": "fixed LRM", "core": "**CoRe**", "anchor_only": "anchor-only refit",
+             "generator_only": "generator term only", "oracle": "oracle labels"}
+
+
+def _mean_sd(v: dict, key: str, digits: int | None = None, suffix: str = "", hide_sd_below: float = 0.0) -> str:
+    """``mean ± sd`` (3 significant digits when ``digits`` is None); the SD is left out when below ``hide_sd_below``."""
+    mean, sd = v[key], v[f"{key}_sd"]
+    if digits is None:
+        digits = 1 if abs(mean) >= 10 else 2 if abs(mean) >= 1 else 3
+    text = minus(f"{mean:.{digits}f}") + suffix
+    return text if sd < hide_sd_below else f"{text} ± {sd:.{digits}f}"
+
+
+def core_images(t: ResultTable) -> str:
+    lines = []
+    for arm, label in CORE_ARMS.items():
+        v = t.row(arm).values
+        end, escape = _mean_sd(v, "judge_end"), _mean_sd(v, "escape_end_x", 2, "×")
+        if arm == "core":
+            end, escape = f"**{end}**", f"**{escape}**"
+        rho = _mean_sd(v, "spearman_second_half", 2, hide_sd_below=0.05) if "spearman_second_half" in v else "—"
+        lines.append([label, _mean_sd(v, "lrm_gain_sd", 2), minus(f"{v['judge_base']:.3f}"), _mean_sd(v, "judge_peak", 3),
+                      end, escape, rho])
+    return table(["arm", "LRM gain (SD)", "judge base", "judge peak", "judge end", "escape end",
+                  "Spearman(LRM, judge), 2nd half"], lines)
+
+
+# ---------------------------------------------------------------------------------------------------- pretraining
+def pretrain_metrics(t: ResultTable) -> str:
+    def color(label: str, name: str, references: bool = True) -> str:
+        v = t.row(f"{label}/{name}").values["object_color"]
+        if not references:
+            return minus(f"{v:.3f}")
+        renders, init = (t.row(f"{label}/{r}").values["object_color"] for r in ("renders", "random init"))
+        return minus(f"{v:.3f} ({renders:.3f} / {init:.3f})")
+
+    def loss(label: str, name: str) -> str:
+        info = t.row(f"{label}/{name}").info
+        return f"{info['loss_first20']:.3f} → {info['loss_last20']:.3f}"
+
+    sync = {r: t.row(f"av/{r}").values["av_sync"] for r in ("tiny_av_flow", "renders", "random init")}
+    return table(["model", "object_color (renders / random init)", "av_sync (renders / random init)",
+                  "loss first → last 20 steps"],
+                 [["`tiny_video_flow`", color("video", "tiny_video_flow"), "—", loss("video", "tiny_video_flow")],
+                  ["`tiny_video_one_step`", color("video", "tiny_video_one_step", False), "—",
+                   loss("video", "tiny_video_one_step") + " (distillation)"],
+                  ["`tiny_av_flow`", color("av", "tiny_av_flow"),
+                   minus(f"{sync['tiny_av_flow']:.3f} ({sync['renders']:.3f} / {sync['random init']:.3f})"),
+                   loss("av", "tiny_av_flow")]])
+
+
+def pretrain_steps(t: ResultTable) -> str:
+    return (f"{t.row('video/tiny_video_flow').info['steps']:,} (video) and {t.row('av/tiny_av_flow').info['steps']:,}\n"
+            "(audio-video)")
+
+
+# ---------------------------------------------------------------------------------------------------- AV-GRPO, tiny AV
+def av_tiny_table(t: ResultTable) -> str:
+    def cell(r, column: str, digits: int) -> str:
+        return signed(r.values[column], digits) + f" (±{r.se[column]:.{digits}f})"
+
+    lines = [[m.removesuffix("_grpo") if m == "joint_grpo" else m, cell(t.row(m), "desync", 2),
+              cell(t.row(m), "video_quality", 3), cell(t.row(m), "audio_quality", 1)] for m in AV_METHODS]
+    return table(["method", "Δ desync", "Δ video quality", "Δ audio quality (dB)"], lines)
+
+
+def av_tiny_base(t: ResultTable) -> str:
+    v = t.row("base").values
+    desync, video, audio = (minus(f"{v[k]:.{d}f}") for k, d in (("desync", 1), ("video_quality", 3), ("audio_quality", 1)))
+    return f"desync\n{desync}, video quality {video} and audio quality {audio} dB"
+
+
 # ---------------------------------------------------------------------------------------------------- registry
 PY = "python"
 COMPARE = (PY, "pipelines/vvr_compare.py", "--results", "{results}")
@@ -223,6 +462,14 @@ def _lambda_runs() -> tuple[tuple[str, tuple[str, ...]], ...]:
 
 
 TEXT = (PY, "pipelines/text_arithmetic.py", "--results", "{results}", "--output", "{out}")
+
+POEM_CATEGORICAL = (PY, "pipelines/poem_categorical.py", "--results", "{results}", "--out", "{out}")
+AV_TOY = (PY, "pipelines/av_compare.py", "--model", "toy", "--results", "{results}", "--out", "{out}")
+
+POEM_FLOW = (PY, "pipelines/poem_flow.py", "--results", "{results}", "--out", "{out}")
+PRETRAIN_VIDEO = (PY, "pipelines/pretrain_video.py", "--flow-minutes", "12", "--distill-minutes", "8")
+PRETRAIN_AV = (PY, "pipelines/pretrain_av.py", "--minutes", "12")
+PRETRAIN_OUT = ("--results", "{results}", "--assets", "{out}/assets", "--out", "{out}")
 
 ENTRIES: tuple[Entry, ...] = (
     Entry("text_arithmetic", ((None, TEXT),), fast=True, blocks={"text_arithmetic": text_single}),
@@ -264,6 +511,36 @@ ENTRIES: tuple[Entry, ...] = (
           blocks={"vvr_compare_fit": vvr_methods}),
     Entry("vvr_rwtd_lambda", _lambda_runs(), fast=False, blocks={"vvr_rwtd_lambda": vvr_lambda},
           note="RWTD on VVR over λ, 32 + 32 samples per prompt, 300 steps: fit tasks (two seeds at λ > 0) and held-out"),
+    Entry("poem_categorical", ((None, POEM_CATEGORICAL),), fast=True,
+          blocks={"poem_categorical/in_span": poem_in_span, "poem_categorical/spearman": poem_spearman},
+          pictures={"coverage_vs_error.png": "assets/readme/poem_coverage_vs_error.png"}),
+    Entry("poem_categorical_adam_default", ((None, (*POEM_CATEGORICAL, "--adam-default")),), fast=True,
+          blocks={"poem_categorical_adam_default": poem_adam_default}),
+    Entry("av_compare_toy", tuple((f"seed={s}", (*AV_TOY, "--seed", s)) for s in AV_SEEDS), fast=False,  # ~3 min
+          blocks={"av_compare_toy": av_toy_table, "av_compare_toy/base": av_toy_base, "av_compare_toy/budget": av_toy_budget,
+                  "av_compare_toy/spearman": av_toy_spearman},
+          pictures={"run_0/before_after.png": "assets/readme/av_grpo_toy_before_after.png"},
+          note="AV-GRPO and its baselines on the toy two-tower AV flow, 320 steps, training seeds 0, 1 and 2"),
+    # long commands (about 10-35 min each on this machine): no run has written their result files yet
+    Entry("av_compare_tiny_av", ((None, (PY, "pipelines/av_compare.py", "--model", "tiny_av", "--checkpoint",
+                                         "assets/av/tiny_av_flow", "--steps", "120", "--eval-every", "24", "--eval-size", "32",
+                                         "--results", "{results}", "--out", "{out}")),),
+          fast=False, blocks={"av_compare_tiny_av": av_tiny_table, "av_compare_tiny_av/base": av_tiny_base},
+          first_run_pending=True),
+    Entry("poem_text", ((None, (PY, "pipelines/poem_text.py", "--results", "{results}", "--out", "{out}")),), fast=False,
+          blocks={"poem_text": poem_text}, first_run_pending=True),
+    Entry("poem_flow", (("seed=0", POEM_FLOW), ("seed=1", (*POEM_FLOW, "--seed", "1", "--reference", "{folder}/run_0/reference"))),
+          fast=False, blocks={"poem_flow": poem_flow, "poem_flow/seed1": poem_flow_seed1},
+          pictures={"run_0/samples.png": "assets/readme/poem_flow_samples.png"}, first_run_pending=True,
+          note="PoEM on the tiny flow generator: RL seed 0, then RL seed 1 on seed 0's pretrained reference"),
+    Entry("core_compare_images", ((None, (PY, "pipelines/core_compare_images.py", "--results", "{results}", "--out", "{out}")),),
+          fast=False, blocks={"core_compare_images": core_images},
+          pictures={"curves.png": "assets/readme/core_images_curves.png", "samples.png": "assets/readme/core_images_samples.png"},
+          first_run_pending=True),
+    Entry("pretrain_metrics", (("video", (*PRETRAIN_VIDEO, *PRETRAIN_OUT)), ("av", (*PRETRAIN_AV, *PRETRAIN_OUT))), fast=False,
+          blocks={"pretrain_metrics": pretrain_metrics, "pretrain_metrics/steps": pretrain_steps}, first_run_pending=True,
+          note="the tiny video and audio-video generators pretrained on the moving-shapes world (12 + 8 and 12 minutes); "
+               "checkpoints go to the run folder, not assets/"),
 )
 
 

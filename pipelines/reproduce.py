@@ -11,7 +11,9 @@
 Each entry's command writes a result file (``visalign.results``); it is compared with ``assets/results/<name>.json``
 within the tolerance stored there (exact for deterministic runs on the platform that wrote it, standard errors or
 ratios for noisy ones; wall times are never compared). Per entry it prints ``unchanged``, the rows that moved, or
-``not yet regenerated`` for a stored file reconstructed by hand that no run has written. Exit status 1 when a table
+``not yet regenerated`` for a stored file reconstructed by hand that no run has written. An entry marked
+``first_run_pending`` (a long command no run has written a file for yet) has no stored file: ``--list`` and
+``--check-readme`` say so, its README blocks keep their hand-written text, and its first ``--write`` renders them. Exit status 1 when a table
 moved, its arguments differ or the README disagrees with the stored files.
 """
 from __future__ import annotations
@@ -41,8 +43,8 @@ from visalign.results import (  # noqa: E402
 )
 
 
-def _argv(template: tuple[str, ...], out: Path, results: Path) -> list[str]:
-    argv = [a.replace("{out}", str(out)).replace("{results}", str(results)) for a in template]
+def _argv(template: tuple[str, ...], out: Path, results: Path, folder: Path) -> list[str]:
+    argv = [a.replace("{out}", str(out)).replace("{folder}", str(folder)).replace("{results}", str(results)) for a in template]
     return [sys.executable if a == "python" and i == 0 else a for i, a in enumerate(argv)]
 
 
@@ -57,7 +59,7 @@ def run_entry(e: Entry, runs_dir: Path, log=print) -> ResultTable:
     tables = []
     for i, (label, template) in enumerate(e.runs):
         out, results = folder / (f"run_{i}" if len(e.runs) > 1 else "out"), folder / f"result_{i}.json"
-        argv = _argv(template, out, results)
+        argv = _argv(template, out, results, folder)
         log(f"[{e.name}] {' '.join(template)}")
         with (folder / f"log_{i}.txt").open("w") as log_file:
             proc = subprocess.run(argv, cwd=ROOT, env=env, stdout=log_file, stderr=subprocess.STDOUT)
@@ -66,7 +68,7 @@ def run_entry(e: Entry, runs_dir: Path, log=print) -> ResultTable:
             raise RuntimeError(f"{e.name}: command failed with exit status {proc.returncode}: {' '.join(argv)}\n" + "\n".join(tail))
         table = load_results(results)
         for run in table.runs:
-            run.args = [a.replace(str(out), "{out}") for a in run.args]
+            run.args = [a.replace(str(out), "{out}").replace(str(folder), "{folder}") for a in run.args]
             run.label = label
         tables.append(table)
     return merge(e, tables)
@@ -92,15 +94,24 @@ def rendered_blocks(tables: dict[str, ResultTable]) -> dict[str, str]:
 
 
 def stored_tables() -> dict[str, ResultTable]:
-    return {e.name: load_results(e.path) for e in ENTRIES}
+    """The stored result of every entry that has one (a first run still pending has none)."""
+    return {e.name: load_results(e.path) for e in ENTRIES if e.path.is_file()}
+
+
+def pending_blocks(tables: dict[str, ResultTable]) -> dict[str, str]:
+    """README block -> its entry, for entries whose first run is still pending and that have no stored file."""
+    return {block: e.name for e in ENTRIES if e.first_run_pending and e.name not in tables for block in e.blocks}
 
 
 def readme_mismatches(readme_text: str, tables: dict[str, ResultTable]) -> list[str]:
-    """Every README block that differs from its rendering, every block with no entry and every entry block missing."""
+    """Every README block that differs from its rendering, every block with no entry and every entry block missing
+    (blocks of an entry whose first run is pending hold hand-written numbers and are not compared)."""
     blocks, expected = read_blocks(readme_text), rendered_blocks(tables)
     owner = {block: e.name for e in ENTRIES for block in e.blocks}
+    pending = pending_blocks(tables)
     problems = [f"README block {name!r} has no results entry" if name not in owner else
-                f"README block {name!r}: no stored result file {owner[name]}.json" for name in sorted(set(blocks) - set(expected))]
+                f"README block {name!r}: no stored result file {owner[name]}.json"
+                for name in sorted(set(blocks) - set(expected) - set(pending))]
     problems += [f"README has no block {name!r}" for name in sorted(set(expected) - set(blocks))]
     for name in sorted(set(blocks) & set(expected)):
         if blocks[name] != expected[name]:
@@ -113,7 +124,8 @@ def write(e: Entry, fresh: ResultTable, runs_dir: Path) -> None:
     """Store the fresh result, copy its pictures and rewrite its README blocks (all rendered and found first, so a
     result the README cannot show changes nothing)."""
     readme = replace_blocks(README.read_text(), rendered_blocks({e.name: fresh}))
-    pictures = {runs_dir / e.name / "out" / src: ROOT / dst for src, dst in e.pictures.items()}
+    folder = runs_dir / e.name / ("out" if len(e.runs) == 1 else "")
+    pictures = {folder / src: ROOT / dst for src, dst in e.pictures.items()}
     missing = [str(src) for src in pictures if not src.is_file()]
     if missing:
         raise FileNotFoundError(f"{e.name}: the run wrote no {missing}")
@@ -147,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.list:
         for e in ENTRIES:
             t = load_results(e.path) if e.path.is_file() else None
-            state = ("no stored file" if t is None else "not yet regenerated" if not t.regenerated
+            state = ("no stored file" + (" (first run pending)" if e.first_run_pending else "") if t is None else "not yet regenerated" if not t.regenerated
                      else f"written at {t.commit[:10]}{'+dirty' if t.dirty else ''}, {t.runtime_s} s")
             print(f"{e.name:26s} {'fast' if e.fast else 'all ':4s}  {state}")
             for _, template in e.runs:
@@ -158,6 +170,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.render:
             README.write_text(replace_blocks(README.read_text(), rendered_blocks(tables)))
         problems = readme_mismatches(README.read_text(), tables)
+        for name in sorted(set(pending_blocks(tables).values())):
+            print(f"{name}: first run pending, its README blocks are hand-written "
+                  f"(pipelines/reproduce.py --only {name} --write renders them)")
         print("\n".join(problems) if problems else "README blocks match the stored result files")
         return 1 if problems else 0
 

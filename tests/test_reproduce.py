@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from visalign.results import compare
+from visalign.results import ResultRow, ResultTable, Run, compare, read_blocks
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -17,9 +17,24 @@ from pipelines import readme_results as registry  # noqa: E402
 from pipelines import reproduce  # noqa: E402
 
 
-def test_every_entry_has_a_stored_result_file():
-    missing = [e.name for e in registry.ENTRIES if not e.path.is_file()]
-    assert not missing, f"no assets/results/<name>.json for {missing}: run pipelines/reproduce.py --only NAME --write"
+def test_every_entry_has_a_stored_result_file_unless_its_first_run_is_pending():
+    missing = {e.name for e in registry.ENTRIES if not e.path.is_file()}
+    pending = {e.name for e in registry.ENTRIES if e.first_run_pending}
+    assert missing <= pending, (f"no assets/results/<name>.json for {sorted(missing - pending)}: run "
+                                "pipelines/reproduce.py --only NAME --write")
+    assert pending <= missing, f"{sorted(pending - missing)} have their result file: drop first_run_pending"
+
+
+def test_a_pending_entry_keeps_its_hand_written_blocks_until_its_first_run(monkeypatch):
+    """Without a stored file a pending entry's blocks are not compared; a block of a non-pending entry without one
+    is reported."""
+    readme = "x is <!-- results:later -->hand-written<!-- /results -->.\n"
+    later = registry.Entry("later", ((None, ("python", "later.py", "--results", "{results}")),), fast=False,
+                           blocks={"later": lambda t: "rendered"}, first_run_pending=True)
+    monkeypatch.setattr(reproduce, "ENTRIES", (later,))
+    assert reproduce.readme_mismatches(readme, {}) == []
+    monkeypatch.setattr(reproduce, "ENTRIES", (registry.Entry("later", later.runs, fast=False, blocks=later.blocks),))
+    assert reproduce.readme_mismatches(readme, {}) == ["README block 'later': no stored result file later.json"]
 
 
 def test_readme_blocks_equal_what_their_result_files_render():
@@ -45,6 +60,8 @@ def test_a_moved_row_is_reported_by_name():
 
 def _check(name: str, tmp_path: Path) -> None:
     e = registry.entry(name)
+    if e.first_run_pending and not e.path.is_file():
+        pytest.skip(f"{name}: no run has written its result file yet (run reproduce.py --only {name} --write)")
     stored = reproduce.load_results(e.path)
     if not stored.regenerated:
         pytest.skip(f"{name}: stored numbers are reconstructed, not yet regenerated (run reproduce.py --only {name} --write)")
@@ -105,3 +122,38 @@ def test_reproduce_reports_the_moved_row_and_write_rewrites_the_readme(tmp_path,
     assert reproduce.main(["--fast", "--write", *runs]) == 1
     assert readme.read_text() == "x is <!-- results:fake -->2.0<!-- /results -->.\n"
     assert reproduce.load_results(fake.path).row("b").values["x"] == 2.0
+
+
+def _pending_block_check(name: str, rows) -> None:
+    e = registry.entry(name)
+    if not e.first_run_pending:
+        pytest.skip(f"{name} has its result file: its README blocks are compared with it instead")
+    table = ResultTable(name=name, runs=[Run("stored raw results")], rows=rows)
+    blocks = read_blocks(registry.README.read_text())
+    for block, render in e.blocks.items():
+        assert render(table) == blocks[block], f"{block}: the renderer does not give the README's hand-written text"
+
+
+def test_tiny_av_renderers_give_the_readme_text_from_its_stored_raw_results():
+    """While its first run is pending, the tiny AV comparison's renderers turn the raw results in the repository into
+    exactly the README's hand-written table and base scores (so the first --write changes numbers, not layout)."""
+    import json
+
+    from pipelines import av_compare
+
+    raw = json.loads((ROOT / "assets/av_toy/compare_tiny_av_120steps.json").read_text())
+    _pending_block_check("av_compare_tiny_av", av_compare.result_rows(raw))
+
+
+def test_pretraining_renderers_give_the_readme_text_from_the_shipped_metrics():
+    import json
+
+    video = json.loads((ROOT / "assets/video/pretrain_metrics.json").read_text())
+    av = json.loads((ROOT / "assets/av/pretrain_metrics.json").read_text())
+    rows = [ResultRow("video/tiny_video_flow", {"object_color": video["flow_object_color"]}, info=video["flow"]),
+            ResultRow("video/tiny_video_one_step", {"object_color": video["one_step_object_color"]}, info=video["one_step"]),
+            ResultRow("video/renders", {"object_color": video["renders_object_color"]}),
+            ResultRow("video/random init", {"object_color": video["random_init_one_step_object_color"]}),
+            ResultRow("av/tiny_av_flow", dict(av["flow"]), info=av["flow_matching"]),
+            ResultRow("av/renders", dict(av["renders"])), ResultRow("av/random init", dict(av["random_init"]))]
+    _pending_block_check("pretrain_metrics", rows)

@@ -21,6 +21,11 @@ from .moving_shapes import WorldConfig, all_prompts, render_batch
 LossFn = Callable[[torch.Generator], torch.Tensor]
 
 
+# how a result of ``fit`` under ``minutes`` compares between runs (pipelines/pretrain_video.py, pretrain_av.py)
+BUDGET_NOTE = ("training runs on a wall-clock budget (the step count and the LR schedule follow elapsed time, so they "
+               "depend on machine load): rewards within 2 combined standard errors over prompts; losses and steps are info")
+
+
 def fit(model: torch.nn.Module, loss_fn: LossFn, max_steps: int, lr: float = 1e-3, minutes: float | None = None,
         seed: int = 0, desc: str = "pretrain", warmup: float = 0.03) -> list[float]:
     """AdamW on ``loss_fn(rng)`` (gradient norm clipped at 1) with warmup + cosine decay over ``max_steps`` or
