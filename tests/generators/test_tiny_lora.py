@@ -171,3 +171,18 @@ def test_bad_lora_settings_are_named(tmp_path):
         build_generator({"checkpoint": str(tmp_path / "lora"), "lora_rank": 2})
     with pytest.raises(CheckpointError, match="no LoRA weights"):
         lora.load_lora(tmp_path / "nothing.safetensors")
+
+
+def test_shipped_lora_config_puts_an_adapter_on_the_vvr_checkpoint():
+    from pathlib import Path
+
+    from visalign.run import load_run_config
+
+    root = Path(__file__).resolve().parents[2]
+    cfg = load_run_config(root / "configs" / "vvr_rwtd_lora.yaml")
+    gen = build_generator(cfg.generator)
+    base = load_generator(root / "assets" / "tiny_one_step_vvr")
+    assert gen.config.lora_rank == 8 and cfg.algorithm["name"] == "rwtd"
+    trainable = sum(p.numel() for p in gen.parameters() if p.requires_grad)
+    assert 0 < trainable < 0.1 * sum(p.numel() for p in base.parameters())
+    torch.testing.assert_close(_samples(gen), _samples(base), rtol=0, atol=0)
