@@ -186,3 +186,26 @@ def test_shipped_lora_config_puts_an_adapter_on_the_vvr_checkpoint():
     trainable = sum(p.numel() for p in gen.parameters() if p.requires_grad)
     assert 0 < trainable < 0.1 * sum(p.numel() for p in base.parameters())
     torch.testing.assert_close(_samples(gen), _samples(base), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("name", ["tiny_video_one_step", "tiny_video_flow"])
+def test_tiny_video_lora_trains_only_the_video_tower_adapter(name, tmp_path):
+    small = dict(image_size=8, frames=2, patch_size=4, width=32, layers=1, heads=2, vocab_buckets=64, max_length=8)
+    torch.manual_seed(0)
+    base = build_generator({"name": name, **small})
+    base.save_pretrained(tmp_path / "base")
+    gen = build_generator({"checkpoint": str(tmp_path / "base"), "lora_rank": 2})
+    trainable = [n for n, p in gen.named_parameters() if p.requires_grad]
+    assert trainable and all(n.startswith("backbone.video_tower.") and "lora_" in n for n in trainable)
+    expected = _samples(base)
+    torch.testing.assert_close(_samples(gen), expected, rtol=0, atol=0)
+    _perturb_lora(gen)
+    assert (_samples(gen) - expected).abs().max() > 1e-5
+    torch.testing.assert_close(_samples(gen.frozen_copy()), expected, rtol=0, atol=0)
+    gen.save_pretrained(tmp_path / "lora")
+    torch.testing.assert_close(_samples(load_generator(tmp_path / "lora")), _samples(gen), rtol=0, atol=0)
+
+
+def test_tiny_av_refuses_lora_clearly(tmp_path):
+    with pytest.raises(ConfigError, match="tiny_av_flow has no LoRA support"):
+        build_generator({"name": "tiny_av_flow", "lora_rank": 2})

@@ -1,4 +1,4 @@
-"""LoRA on a built-in generator's diffusers denoiser (peft): the options, adding the adapter on checked targets,
+"""LoRA on a built-in generator's denoiser (peft, any ``nn.Module``): the options, adding the adapter on checked targets,
 switching it off (the reference of a LoRA run: the same weights, adapter off, no second copy) and the adapter's own
 safetensors file.
 
@@ -63,30 +63,36 @@ def check_targets(denoiser: nn.Module, targets: Sequence[str]) -> None:
 
 
 def add_denoiser_lora(denoiser: nn.Module, options: LoraOptions) -> None:
-    """A peft adapter on ``denoiser``'s checked targets; only its A and B matrices require grad afterwards."""
-    from .diffusers_pipeline import add_lora
+    """A peft adapter (``default``) on ``denoiser``'s checked targets; only its A and B matrices require grad
+    afterwards. B starts at zero, so outputs are unchanged."""
+    from peft import LoraConfig, inject_adapter_in_model
 
     check_targets(denoiser, options.lora_targets)
-    add_lora(denoiser, options.lora_rank, options.lora_alpha, options.lora_targets)
+    inject_adapter_in_model(LoraConfig(r=options.lora_rank, lora_alpha=options.lora_alpha or options.lora_rank,
+                                       target_modules=list(options.lora_targets), init_lora_weights=True), denoiser)
     for name, p in denoiser.named_parameters():
         p.requires_grad_("lora_" in name)
 
 
 @contextmanager
 def adapter_disabled(denoiser: nn.Module) -> Iterator[None]:
-    """The base weights: the denoiser's LoRA layers switched off inside the block."""
-    denoiser.disable_adapters()
+    """The base weights: the denoiser's LoRA layers switched off inside the block (peft restores their
+    ``requires_grad`` when they are switched back on)."""
+    from peft.tuners.tuners_utils import BaseTunerLayer
+
+    layers = [m for m in denoiser.modules() if isinstance(m, BaseTunerLayer)]
+    for layer in layers:
+        layer.enable_adapters(False)
     try:
         yield
     finally:
-        denoiser.enable_adapters()
+        for layer in layers:
+            layer.enable_adapters(True)
 
 
 def lora_state(denoiser: nn.Module) -> dict[str, torch.Tensor]:
-    """The adapter's weights (peft keys ``<module>.lora_A.weight`` ...), detached on CPU."""
-    from peft.utils import get_peft_model_state_dict
-
-    return {k: v.detach().contiguous().cpu() for k, v in get_peft_model_state_dict(denoiser).items()}
+    """The adapter's weights (``<module>.lora_A.default.weight`` ...), detached on CPU."""
+    return {k: v.detach().contiguous().cpu() for k, v in denoiser.state_dict().items() if ".lora_" in k}
 
 
 def save_lora_file(denoiser: nn.Module, options: LoraOptions, file: Path) -> Path:
@@ -102,7 +108,6 @@ def save_lora_file(denoiser: nn.Module, options: LoraOptions, file: Path) -> Pat
 def load_lora_file(denoiser: nn.Module, file: str | Path) -> None:
     """Load an adapter written by :func:`save_lora_file` into ``denoiser`` (which carries an adapter of the same
     rank and targets); a missing file, missing or unexpected keys and mismatched shapes are errors naming them."""
-    from peft.utils import set_peft_model_state_dict
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 
@@ -123,4 +128,4 @@ def load_lora_file(denoiser: nn.Module, file: str | Path) -> None:
     if shapes:
         raise CheckpointError(f"{file}: LoRA shapes differ from the generator's at {shapes[:3]} "
                               f"({tuple(state[shapes[0]].shape)} vs {tuple(expected[shapes[0]].shape)}: another lora_rank?)")
-    set_peft_model_state_dict(denoiser, state)
+    denoiser.load_state_dict(state, strict=False)

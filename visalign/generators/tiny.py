@@ -184,10 +184,14 @@ class _TinyImageMixin:
     backbone: TinyBackbone
     reference_class: ClassVar[type]
 
+    def lora_module(self) -> nn.Module:
+        """The part that carries the LoRA adapter: the denoiser (the text encoder never does)."""
+        return self.backbone.denoiser
+
     def _init_lora(self) -> None:
         if self.config.uses_lora:
             self.requires_grad_(False)
-            add_denoiser_lora(self.backbone.denoiser, self.config)
+            add_denoiser_lora(self.lora_module(), self.config)
 
     def add_lora(self, rank: int, alpha: float | None = None, targets: Sequence[str] | None = None) -> None:
         """Freeze this (e.g. pretrained) model and put a fresh LoRA adapter on its denoiser."""
@@ -202,7 +206,7 @@ class _TinyImageMixin:
 
     def adapter_disabled(self):
         """Context: the base weights (LoRA layers off)."""
-        return adapter_disabled(self.backbone.denoiser)
+        return adapter_disabled(self.lora_module())
 
     def frozen_copy(self) -> Generator:
         """LoRA: this model with the adapter off (no second copy of the base); otherwise a frozen deep copy."""
@@ -215,14 +219,14 @@ class _TinyImageMixin:
         path = Path(path)
         if self.config.uses_lora:
             path.mkdir(parents=True, exist_ok=True)
-            save_lora_file(self.backbone.denoiser, self.config, path / LORA_WEIGHTS_FILE)
+            save_lora_file(self.lora_module(), self.config, path / LORA_WEIGHTS_FILE)
         return super().save_pretrained(path)
 
     def load_lora(self, file: str | Path) -> None:
         """Load an adapter saved by :meth:`save_pretrained` (same rank and targets) onto this model's base."""
         if not self.config.uses_lora:
             raise ConfigError(f"{self.name} has no LoRA adapter to load into (set lora_rank)")
-        load_lora_file(self.backbone.denoiser, file)
+        load_lora_file(self.lora_module(), file)
 
     @property
     def noise_shape(self) -> tuple[int, ...]:
