@@ -1,7 +1,8 @@
 """Align the shipped VVR generators with RWTD, FestDPO, RWR and Flow-GRPO under one sample budget and print a table.
 
-Each method runs from its own config (``configs/vvr_<method>.yaml``; the configs differ only in the algorithm
-section, and Flow-GRPO in the generator, which must be a flow model with an SDE sampler: ``assets/tiny_flow_vvr``)
+Each method runs from its own config (``configs/vvr_<method>.yaml``, v2; ``--mode v1``: ``configs/v1/``; the configs
+differ only in the algorithm section, and the flow methods in the generator, which must be a flow model with an SDE
+sampler: ``assets/tiny_flow_vvr2``, v1 ``assets/tiny_flow_vvr``)
 through the shared Trainer, with the same prompt stream, steps and seed. Budget: ``--samples-per-step`` generator
 samples per step (default 64) for every method; each method's prompts per step is that budget over its config's
 ``samples_per_prompt`` (RWTD 32 current + 32 reference: 1 prompt; FestDPO 8 reference pair candidates + 4 reference
@@ -14,13 +15,26 @@ comes with a paired standard error), generator samples used in training (counted
 callback through the policy's and reference's draw hooks), images the reward scored in rollouts, the distance of the aligned model's outputs to the reference's for the same noise + prompts (mean
 L2 in the frozen random conv feature space ``conv``, and pixel RMSE), and wall time per training step.
 
-Two questions, two modes. Held-out (default): does alignment on the training tasks carry over to unseen tasks?
-``--fit-tasks N``: train and evaluate on N training tasks the checkpoint solves sometimes (10–60% of draws), which
-asks whether a method raises the reward it is trained on where a group's rewards differ at all.
+``--mode`` picks the tasks trained on and scored:
+
+* ``v1`` (default; the README's v1 tables, standard errors over images): train on the v1 training tasks of the config, score ``--eval-n`` held-out
+  easy v1 tasks. ``--fit-tasks N`` instead trains and evaluates on N training tasks the checkpoint solves sometimes
+  (10–60% of draws): does a method raise the reward it is trained on where a group's rewards differ at all?
+* ``heldout`` (VVR v2): train on the ``easy`` pool (prompts ``{name: vvr2, pool: easy}``, complexity <= 20), score
+  held-out VVRBench v2 tasks, ``--per-bin`` of each difficulty bin 1-5 (the first bench tasks of each bin).
+* ``same_template`` (VVR v2): train on the ``easy`` pool, score ``--eval-n`` unseen tasks of that same distribution
+  (the pool's held-out index stream).
+* ``easy_to_hard`` (VVR v2): train on bins 1-2 of the ``matched`` pool (the bench's distribution restricted to
+  complexity <= 20: ``{name: vvr2, pool: matched, bins: [1, 2]}``), score ``--per-bin`` bench tasks of bins 3-5.
+
+The v2 modes also report every column per difficulty bin, and their paired standard errors count tasks (the changes
+of a task's noise draws are averaged first: draws of one task are correlated). ``--checkpoint`` / ``--flow-checkpoint`` replace the
+configs' one-step / flow generator (e.g. a v2-pretrained base); the reference is always that checkpoint.
 
 Reward backprop (ReFL / DRaFT) is left out: the VVR reward is a non-differentiable parser.
 
-    python pipelines/vvr_compare.py                        # held-out mode, ~10 min on 2 CPU cores
+    python pipelines/vvr_compare.py                        # v1 held-out mode, ~10 min on 2 CPU cores
+    python pipelines/vvr_compare.py --mode heldout --checkpoint assets/tiny_one_step_vvr2 --steps 300 --out runs/vvr2_heldout
     python pipelines/vvr_compare.py --fit-tasks 16 --eval-draws 32 --steps 300 --out runs/vvr_fit
     python pipelines/vvr_compare.py --steps 5 --eval-n 32  # smoke run
 """
@@ -34,20 +48,30 @@ from pathlib import Path
 
 import torch
 
-from visalign.core import PromptBatch, load_generator
+from visalign.core import PromptBatch, build_prompt_source, load_generator
 from visalign.core.algorithm import build_algorithm
 from visalign.core.prompts import _read_prompt_file
 from visalign.features import build_features
 from visalign.results import ResultRow, Tolerance, write_results
 from visalign.rewards.vvr import VVRReward
+from visalign.vvr.source import task_batch
 from visalign.run import build_trainer, load_run_config
 from visalign.trainer import SampleCounter
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from pipelines import vvr_tasks  # noqa: E402
 from pipelines.vvr_pretrain import easy_tasks  # noqa: E402
 
-METHODS = ("rwtd", "festdpo", "rwr", "flow_grpo")
+V1_ONE_STEP = ROOT / "assets" / "tiny_one_step_vvr"
+
+METHODS = ("rwtd", "festdpo", "rwr", "flow_grpo", "diffusion_nft")
+V1_METHODS = ("rwtd", "festdpo", "rwr", "flow_grpo")  # the v1 tables' methods (the default of --mode v1)
+FLOW_METHODS = ("flow_grpo", "diffusion_nft")  # these train the flow teacher (--flow-checkpoint)
+MODES = ("v1", "heldout", "same_template", "easy_to_hard")
+TRAIN_SOURCES = {"heldout": {"name": "vvr2", "pool": "easy"}, "same_template": {"name": "vvr2", "pool": "easy"},
+                 "easy_to_hard": {"name": "vvr2", "pool": "matched", "bins": [1, 2]}}
+SCORED_BINS = {"heldout": (1, 2, 3, 4, 5), "easy_to_hard": (3, 4, 5)}
 
 
 @torch.no_grad()
@@ -66,31 +90,72 @@ def scores(x: torch.Tensor, prompts, meta) -> dict[str, torch.Tensor]:
     return {"acc": VVRReward(strict=True)(x, prompts, meta).double(), "soft": VVRReward()(x, prompts, meta).double()}
 
 
-def paired_se(after: torch.Tensor, before: torch.Tensor) -> float:
-    """Standard error of the mean before→after change over the same tasks and noise (paired)."""
+def paired_se(after: torch.Tensor, before: torch.Tensor, draws: int = 1) -> float:
+    """Standard error of the mean before→after change over the same tasks and noise (paired); with ``draws`` > 1
+    the changes are first averaged over each task's consecutive draws, so the error counts tasks, not images (draws
+    of one task are correlated)."""
     d = after - before
+    d = d.reshape(-1, draws).mean(1)
     return float(d.std() / len(d) ** 0.5)
 
 
-def learnable_tasks(out: Path, n: int, pool: int = 384, draws: int = 16, band: tuple[float, float] = (0.1, 0.6)) -> Path:
-    """Write the ``n`` tasks, of the first ``pool`` training tasks, that the shipped one-step checkpoint solves most
-    often within ``band`` (over ``draws`` noise draws, seed apart from the evaluation's) to ``out/fit_tasks.jsonl``.
+def bench_tasks(bins: tuple[int, ...], per_bin: int) -> PromptBatch:
+    """The first ``per_bin`` VVRBench v2 tasks (bench order) of each difficulty bin in ``bins``: held out from every
+    training pool (the bench's seeds are its own)."""
+    from visalign.vvr.spec_sampler import difficulty_bin
+    from visalign.vvr.splits import SPLITS_V2, plan, split_task
 
-    Most easy tasks are (almost) never solved by the tiny checkpoint, so their groups carry equal rewards and no
-    learning signal; on these the question is whether a method raises the reward it is trained on."""
-    train_file = ROOT / "assets" / "tiny_one_step_vvr" / "tasks_train.jsonl"
-    lines = train_file.read_text().splitlines()[:pool]
-    prompts, meta = (v[:pool] for v in _read_prompt_file(str(train_file)))
-    repeated = PromptBatch(prompts, meta).repeat_interleave(draws)
-    reference = load_generator(ROOT / "assets" / "tiny_one_step_vvr").eval()
-    solved = scores(outputs(reference, repeated.prompts, seed=5), repeated.prompts, repeated.metadata)["acc"]
-    solved = solved.reshape(pool, draws).mean(1)
-    ranked = [i for i in solved.argsort(descending=True).tolist() if band[0] <= solved[i] <= band[1]][:n]
-    if len(ranked) < n:
-        raise ValueError(f"only {len(ranked)} of {pool} training tasks are solved at a rate in {band}; lower --fit-tasks")
+    picked: dict[int, list[int]] = {b: [] for b in bins}
+    for i in range(SPLITS_V2["bench"].size):
+        b = difficulty_bin(plan("bench", i)[1])
+        if b in picked and len(picked[b]) < per_bin:
+            picked[b].append(i)
+        if all(len(v) == per_bin for v in picked.values()):
+            break
+    return task_batch([split_task("bench", i) for b in bins for i in picked[b]])
+
+
+def evaluated_tasks(mode: str, eval_n: int, per_bin: int) -> tuple[PromptBatch, str]:
+    """The tasks a v2 mode scores before and after training, and a line saying what they are."""
+    if mode == "same_template":
+        source = dict(TRAIN_SOURCES[mode])
+        return build_prompt_source(source).eval_batch(eval_n), f"{eval_n} unseen tasks of the v2 {source['pool']} pool"
+    bins = SCORED_BINS[mode]
+    return bench_tasks(bins, per_bin), f"{per_bin} VVRBench v2 tasks per difficulty bin {list(bins)}"
+
+
+def bin_stats(before: dict[str, torch.Tensor], after: dict[str, torch.Tensor], meta: list[dict], draws: int) -> dict[str, dict]:
+    """Before / after accuracy and soft reward with paired standard errors (over tasks), per difficulty bin."""
+    bins = torch.tensor([m["task"]["difficulty_bin"] for m in meta])
+    out = {}
+    for b in sorted(set(bins.tolist())):
+        sel = bins == b
+        out[str(b)] = {"n": int(sel.sum()), **change_stats({k: v[sel] for k, v in before.items()},
+                                                             {k: v[sel] for k, v in after.items()}, draws)}
+    return out
+
+
+def change_stats(before: dict[str, torch.Tensor], after: dict[str, torch.Tensor], draws: int = 1) -> dict[str, float]:
+    """Means before and after, and the paired standard error of the change (``draws``: see :func:`paired_se`)."""
+    return {"acc_before": before["acc"].mean().item(), "acc_after": after["acc"].mean().item(),
+            "acc_change_se": paired_se(after["acc"], before["acc"], draws),
+            "soft_before": before["soft"].mean().item(), "soft_after": after["soft"].mean().item(),
+            "soft_change_se": paired_se(after["soft"], before["soft"], draws)}
+
+
+def learnable_tasks(out: Path, n: int, pool: int = 384) -> Path:
+    """Write the ``n`` of the first ``pool`` v1 training tasks that the v1 one-step checkpoint solves in 10-60% of
+    draws (``pipelines/vvr_tasks.learnable_tasks``) to ``out/fit_tasks.jsonl``: tasks where a group's rewards differ,
+    so the question is whether a method raises the reward it is trained on."""
+    lines = vvr_tasks.learnable_tasks(V1_ONE_STEP, V1_ONE_STEP / "tasks_train.jsonl", n, pool)
     path = out / "fit_tasks.jsonl"
-    path.write_text("".join(lines[i] + "\n" for i in ranked))
+    path.write_text("".join(line + "\n" for line in lines))
     return path
+
+
+def config_path(mode: str, method: str) -> Path:
+    """v1 runs the v1 configs (v1 generators and task files, ``configs/v1/``); the v2 modes the current ones."""
+    return ROOT / "configs" / ("v1" if mode == "v1" else "") / f"vvr_{method}.yaml"
 
 
 def prompts_per_step(algorithm: dict, samples_per_step: int, grad_accum: int = 1) -> int:
@@ -105,11 +170,20 @@ def prompts_per_step(algorithm: dict, samples_per_step: int, grad_accum: int = 1
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--methods", nargs="*", default=list(METHODS), choices=METHODS)
+    p.add_argument("--mode", default="v1", choices=MODES,
+                   help="v1: the v1 tables; heldout / same_template / easy_to_hard: VVR v2 (see above)")
+    p.add_argument("--methods", nargs="*", default=None, choices=METHODS,
+                   help=f"default: {' '.join(V1_METHODS)} in mode v1, all in the v2 modes")
+    p.add_argument("--checkpoint", default=None,
+                   help="one-step generator checkpoint for every method but the flow ones (default: the configs')")
+    p.add_argument("--flow-checkpoint", default=None,
+                   help=f"flow generator checkpoint for {', '.join(FLOW_METHODS)} (default: the configs')")
+    p.add_argument("--per-bin", type=int, default=100, help="heldout / easy_to_hard: bench tasks scored per difficulty bin")
     p.add_argument("--steps", type=int, default=60, help="training steps per method (same for all)")
     p.add_argument("--samples-per-step", type=int, default=64,
                    help="generator samples per training step for every method (prompts per step follow from each config)")
-    p.add_argument("--eval-n", type=int, default=512, help="held-out tasks for before/after (the eval stream's first n)")
+    p.add_argument("--eval-n", type=int, default=512,
+                   help="v1 / same_template: held-out tasks for before/after (the eval stream's first n)")
     p.add_argument("--eval-draws", type=int, default=2, help="noise draws per evaluated task")
     p.add_argument("--fit-tasks", type=int, default=0,
                    help="train and evaluate on this many training tasks the checkpoint solves sometimes (0: held-out mode)")
@@ -120,29 +194,38 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("overrides", nargs="*", help="extra key=value overrides applied to every method's config")
     args = p.parse_args(argv)
     start = time.perf_counter()
+    if args.mode != "v1" and args.fit_tasks:
+        p.error("--fit-tasks belongs to --mode v1")
+    methods = args.methods if args.methods is not None else list(V1_METHODS if args.mode == "v1" else METHODS)
     if any(o.startswith("trainer.prompts_per_step=") for o in args.overrides):
         p.error("trainer.prompts_per_step is set per method from --samples-per-step; change that (or the method's samples per prompt)")
     torch.set_num_threads(args.threads)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     fit_path = learnable_tasks(out, args.fit_tasks, args.fit_pool) if args.fit_tasks else None
-    if fit_path:
+    if args.mode != "v1":
+        evaluated, what = evaluated_tasks(args.mode, args.eval_n, args.per_bin)
+    elif fit_path:
         evaluated, what = PromptBatch(*_read_prompt_file(str(fit_path))), f"{args.fit_tasks} fit (training) tasks"
     else:
         evaluated, what = easy_tasks(args.eval_n), f"{args.eval_n} held-out easy VVR tasks"
     evaluated = evaluated.repeat_interleave(args.eval_draws)
     eval_prompts, eval_meta = evaluated.prompts, evaluated.metadata
+    se_draws = 1 if args.mode == "v1" else args.eval_draws  # v1: per image, as the README's v1 tables
     phi = build_features("conv").eval()
     rows = []
-    for method in args.methods:
-        cfg = load_run_config(ROOT / "configs" / f"vvr_{method}.yaml", [
+    for method in methods:
+        cfg = load_run_config(config_path(args.mode, method), [
             f"trainer.steps={args.steps}", "trainer.eval_batch_size=4", f"trainer.output_dir={out / method}",
             "trainer.progress=true", "trainer.overwrite=true", *args.overrides])
         cfg.trainer.prompts_per_step = prompts_per_step(cfg.algorithm, args.samples_per_step, cfg.trainer.grad_accum)
-        for key in ("checkpoint",):
-            cfg.generator[key] = str(ROOT / cfg.generator[key])
-        for key in ("path", "eval_path"):
-            cfg.prompts[key] = str(ROOT / cfg.prompts[key])
+        chosen = args.flow_checkpoint if method in FLOW_METHODS else args.checkpoint
+        cfg.generator["checkpoint"] = str(Path(chosen).resolve() if chosen else ROOT / cfg.generator["checkpoint"])
+        if args.mode != "v1":
+            cfg.prompts = dict(TRAIN_SOURCES[args.mode])
+        else:
+            for key in ("path", "eval_path"):
+                cfg.prompts[key] = str(ROOT / cfg.prompts[key])
         if fit_path:
             cfg.prompts["path"] = cfg.prompts["eval_path"] = str(fit_path)
         counter = SampleCounter()
@@ -159,15 +242,13 @@ def main(argv: list[str] | None = None) -> int:
         with torch.no_grad():
             feat_dist = (phi(x) - phi(x_ref)).norm(dim=1).mean().item()
         rmse = (x - x_ref).pow(2).mean().sqrt().item()
-        row = {"method": method, "generator": cfg.generator["checkpoint"].rsplit("/", 1)[-1],
-               "prompts_per_step": cfg.trainer.prompts_per_step,
-               "acc_before": before["acc"].mean().item(), "acc_after": after["acc"].mean().item(),
-               "acc_change_se": paired_se(after["acc"], before["acc"]),
-               "soft_before": before["soft"].mean().item(), "soft_after": after["soft"].mean().item(),
-               "soft_change_se": paired_se(after["soft"], before["soft"]),
+        row = {"method": method, "mode": args.mode, "generator": cfg.generator["checkpoint"].rsplit("/", 1)[-1],
+               "prompts_per_step": cfg.trainer.prompts_per_step, **change_stats(before, after, se_draws),
                "samples_policy": counter.counts["policy"], "samples_reference": counter.counts["reference"],
                "samples_total": counter.counts["policy"] + counter.counts["reference"], "scored": counter.counts["scored"],
                "feat_dist_to_ref": feat_dist, "pixel_rmse_to_ref": rmse, "sec_per_step": seconds / max(args.steps, 1)}
+        if args.mode != "v1":
+            row["bins"] = bin_stats(before, after, eval_meta, se_draws)
         rows.append(row)
         print(json.dumps(row))
     (out / "table.json").write_text(json.dumps(rows, indent=2) + "\n")
@@ -179,9 +260,16 @@ def main(argv: list[str] | None = None) -> int:
                      f"{r['soft_before']:.3f} → {r['soft_after']:.3f} (±{r['soft_change_se']:.3f}) | {r['samples_total']} "
                      f"({r['samples_policy']}+{r['samples_reference']}) | {r['scored']} | {r['feat_dist_to_ref']:.3f} | "
                      f"{r['pixel_rmse_to_ref']:.3f} | {r['sec_per_step']:.2f} |")
+    if args.mode != "v1":
+        lines += ["", "| method | bin | tasks x draws | acc before→after (±SE) | soft before→after (±SE) |", "|---|---|---|---|---|"]
+        for r in rows:
+            for b, st in r["bins"].items():
+                lines.append(f"| {r['method']} | {b} | {st['n']} | {st['acc_before']:.3f} → {st['acc_after']:.3f} "
+                             f"(±{st['acc_change_se']:.3f}) | {st['soft_before']:.3f} → {st['soft_after']:.3f} "
+                             f"(±{st['soft_change_se']:.3f}) |")
     table = "\n".join(lines)
     (out / "table.md").write_text(table + "\n")
-    print(f"\n{what} x {args.eval_draws} noise draws; steps per method: {args.steps}; "
+    print(f"\nmode {args.mode}: {what} x {args.eval_draws} noise draws; steps per method: {args.steps}; "
           f"generator samples per step: {args.samples_per_step}\n")
     print(table)
     if args.results:
@@ -206,6 +294,10 @@ def result_row(row: dict) -> ResultRow:
     values["soft_change"] = row["soft_after"] - row["soft_before"]
     se = {"acc_after": row["acc_change_se"], "acc_change": row["acc_change_se"],
           "soft_after": row["soft_change_se"], "soft_change": row["soft_change_se"]}
+    for b, st in row.get("bins", {}).items():
+        for key in ("acc", "soft"):
+            values[f"bin{b}_{key}_before"], values[f"bin{b}_{key}_after"] = st[f"{key}_before"], st[f"{key}_after"]
+            se[f"bin{b}_{key}_after"] = st[f"{key}_change_se"]
     return ResultRow(row["method"], values, se, info={"generator": row["generator"], "prompts_per_step": row["prompts_per_step"],
                                                       "sec_per_step": row["sec_per_step"]})
 

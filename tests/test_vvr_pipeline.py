@@ -139,6 +139,38 @@ def test_compare_fit_mode_trains_and_scores_tasks_the_checkpoint_solves_sometime
     assert row["method"] == "festdpo" and row["acc_before"] > 0  # the selected tasks are solved some of the time
 
 
+@pytest.mark.parametrize("mode, method, overrides", [
+    ("heldout", "rwtd", ["algorithm.num_current=4", "algorithm.num_reference=4"]),
+    ("same_template", "diffusion_nft", ["algorithm.group_size=8", "algorithm.num_steps=2"]),
+    ("easy_to_hard", "rwr", ["algorithm.num_samples=8"]),
+])
+def test_compare_v2_modes_train_on_their_pool_and_score_their_bins(tmp_path: Path, mode, method, overrides) -> None:
+    """One step of each VVR v2 mode of ``pipelines/vvr_compare.py``: the training prompts come from the mode's pool
+    (easy-to-hard: bins 1-2 only), the scored tasks are held out (bench tasks per bin, or the pool's unseen
+    tasks), and the row has per-bin before / after values with paired standard errors over tasks."""
+    flag = "--flow-checkpoint" if method == "diffusion_nft" else "--checkpoint"
+    ckpt = FLOW if method == "diffusion_nft" else ONE_STEP
+    rc = _pipeline("vvr_compare").main(["--mode", mode, "--methods", method, flag, str(ckpt), "--steps", "1",
+                                        "--samples-per-step", "8", "--per-bin", "2", "--eval-n", "6", "--eval-draws", "2",
+                                        "--out", str(tmp_path), "trainer.progress=false", *overrides])
+    assert rc == 0
+    (row,) = json.loads((tmp_path / "table.json").read_text())
+    assert row["mode"] == mode and row["method"] == method and row["samples_total"] == 8
+    assert row["generator"] == ckpt.name and row["feat_dist_to_ref"] > 0
+    bins = {"heldout": {"1", "2", "3", "4", "5"}, "easy_to_hard": {"3", "4", "5"}, "same_template": {"1", "2"}}[mode]
+    if mode == "same_template":
+        assert set(row["bins"]) <= bins and sum(b["n"] for b in row["bins"].values()) == 12
+    else:
+        assert set(row["bins"]) == bins and all(b["n"] == 4 for b in row["bins"].values())
+    assert all(b["soft_change_se"] >= 0 and 0 <= b["acc_after"] <= 1 for b in row["bins"].values())
+    import yaml
+
+    trained = yaml.safe_load((tmp_path / method / "config.yaml").read_text())["prompts"]
+    assert trained["name"] == "vvr2" and trained["pool"] == ("matched" if mode == "easy_to_hard" else "easy")
+    assert trained.get("bins") == ([1, 2] if mode == "easy_to_hard" else None)
+    assert "| bin |" in (tmp_path / "table.md").read_text()
+
+
 def test_shipped_fit_tasks_are_what_the_selection_picks() -> None:
     """``tasks_fit.jsonl`` of the v2 base (the demo's tasks) is reproduced by ``vvr_tasks.learnable_tasks``: the 16
     of the first 512 training tasks the shipped one-step checkpoint solves most often within 10-60% of 16 draws."""

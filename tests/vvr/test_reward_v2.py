@@ -61,6 +61,27 @@ def test_prompt_source_is_seeded_and_held_out():
         VVR2PromptSource("hard")
 
 
+def test_prompt_source_bins_keep_only_those_bins_and_are_checked():
+    from collections import Counter
+
+    from visalign.core import build_prompt_source
+    from visalign.core.errors import InputError
+
+    easy = build_prompt_source({"name": "vvr2", "pool": "matched", "bins": [1, 2]})
+    drawn = easy.sample(40, torch.Generator().manual_seed(0))
+    held_out = easy.eval_batch(40)
+    assert {m["task"]["difficulty_bin"] for m in drawn.metadata + held_out.metadata} == {1, 2}
+    assert not {m["task_id"] for m in drawn.metadata} & {m["task_id"] for m in held_out.metadata}
+    assert easy.sample(5, torch.Generator().manual_seed(1)).prompts == easy.sample(5, torch.Generator().manual_seed(1)).prompts
+    hard = Counter(m["task"]["difficulty_bin"] for m in VVR2PromptSource("matched", bins=[3, 4, 5]).eval_batch(60).metadata)
+    assert set(hard) == {3, 4, 5} and min(hard.values()) >= 8  # independent draws, not one block of consecutive indices
+    # no bins: the pool's tasks exactly as before (same indices)
+    assert VVR2PromptSource("easy").eval_batch(2).metadata[0]["task_id"] == "vvreasy2-3000000000"
+    for bad, match in (([6], "bins in 1-5"), ([], "non-empty"), ("12", "non-empty"), ([3], "bins \\[3\\] never occur")):
+        with pytest.raises(InputError, match=match):
+            VVR2PromptSource("easy", bins=bad)
+
+
 @pytest.mark.parametrize("kind", TEMPORAL_TYPES)
 def test_video_predicate_on_rendered_videos(kind):
     task = generate_video_task(77, kind, frames=8)

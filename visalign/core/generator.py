@@ -100,6 +100,11 @@ class Generator(Policy):
         with torch.set_grad_enabled(grad):
             return self(noise, prompts)
 
+    def add_lora(self, rank: int, alpha: float | None = None, targets: Sequence[str] | None = None) -> None:
+        """Freeze this model and train a LoRA adapter instead (reference: the adapter off). Generators that support
+        it override this (``generator: {checkpoint: ..., lora_rank: r}`` calls it on a loaded checkpoint)."""
+        raise ConfigError(f"generator.lora_rank: {type(self).__name__} does not support adding a LoRA adapter")
+
     def config_dict(self) -> dict[str, Any]:
         if self.config is None:
             return {}
@@ -164,11 +169,18 @@ def load_generator(path: str | Path, map_location: str | torch.device = "cpu") -
 
 
 def build_generator(config: dict[str, Any]) -> Generator:
-    """Build from ``{name, checkpoint?, **config}``; a checkpoint folder wins over a fresh initialisation."""
+    """Build from ``{name, checkpoint?, **config}``; a checkpoint folder wins over a fresh initialisation.
+    ``lora_rank`` (with ``lora_alpha`` / ``lora_targets``) next to a checkpoint puts a fresh LoRA adapter on it."""
     config = dict(config)
     checkpoint = config.pop("checkpoint", None)
     if checkpoint:
-        return load_generator(checkpoint)
+        lora = {k: config.pop(k) for k in ("lora_rank", "lora_alpha", "lora_targets") if k in config}
+        generator = load_generator(checkpoint)
+        if lora.get("lora_rank"):
+            generator.add_lora(lora["lora_rank"], lora.get("lora_alpha"), lora.get("lora_targets"))
+        elif lora:
+            raise ConfigError(f"generator: {sorted(lora)} given next to a checkpoint without lora_rank >= 1")
+        return generator
     if "name" not in config:
         raise ConfigError(f"generator config needs 'name' or 'checkpoint', got keys {sorted(config)}")
     return GENERATORS.get(config.pop("name")).from_config(config)

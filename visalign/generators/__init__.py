@@ -2,8 +2,10 @@
 from .diffusers_flow import (DiffusersFlowConfig, DiffusersFlowModel, FluxFlowModel, LTX2AudioVideoFlowModel, SanaFlowModel,
                              SanaSprintFlowModel, SD3FlowModel, WanFlowModel)
 from .diffusers_pipeline import DiffusersConfig, DiffusersPipelineGenerator, LoraReference, load_pipeline
+from .lora import LoraOptions
 from .text_encoder import HashingWordTokenizer, TinyTextEncoder
-from .tiny import TinyFlowConfig, TinyFlowGenerator, TinyImageConfig, TinyOneStepConfig, TinyOneStepGenerator
+from .tiny import (TinyFlowConfig, TinyFlowGenerator, TinyFlowReference, TinyImageConfig, TinyOneStepConfig,
+                   TinyOneStepGenerator, TinyOneStepReference)
 from .tiny_av import TinyAudioVideoConfig, TinyAudioVideoFlowGenerator
 from .tiny_video import (TinyVideoConfig, TinyVideoFlowConfig, TinyVideoFlowGenerator, TinyVideoOneStepConfig,
                          TinyVideoOneStepGenerator)
@@ -19,6 +21,9 @@ __all__ = [
     "TinyFlowConfig",
     "TinyOneStepGenerator",
     "TinyFlowGenerator",
+    "TinyOneStepReference",
+    "TinyFlowReference",
+    "LoraOptions",
     "TinyVideoConfig",
     "TinyVideoFlowConfig",
     "TinyVideoOneStepConfig",

@@ -10,7 +10,8 @@ teacher's one-step Euler sample);
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, ClassVar, Literal, Sequence
 
 import torch
@@ -21,6 +22,8 @@ from ..core.config import ConfigError, check, option
 from ..core.generator import Generator, register_generator
 from ..core.flow import FlowModel
 from ..core.latent import TokenFeatures
+from .diffusers_pipeline import PolicyView
+from .lora import LORA_WEIGHTS_FILE, LoraOptions, adapter_disabled, add_denoiser_lora, load_lora_file, save_lora_file
 from .text_encoder import TinyTextEncoder
 
 TextCond = tuple[torch.Tensor, torch.Tensor]
@@ -28,9 +31,10 @@ TextCond = tuple[torch.Tensor, torch.Tensor]
 
 
 @dataclass
-class TinyImageConfig:
+class TinyImageConfig(LoraOptions):
     """Sizes of the tiny denoiser and its text encoder. ``patch_size``, ``layers`` and ``heads`` shape the ``sd3``
-    backbone, ``unet_channels`` the ``unet`` one; ``head_dim`` is the attention head size of both."""
+    backbone, ``unet_channels`` the ``unet`` one; ``head_dim`` is the attention head size of both. ``lora_rank > 0``
+    trains only a LoRA adapter on the denoiser (:class:`LoraOptions`)."""
 
     image_size: int = option(32, "image side S (images are channels×S×S in [-1, 1])")
     channels: int = option(3, "image channels")
@@ -48,6 +52,7 @@ class TinyImageConfig:
     unet_channels: tuple[int, ...] = option((32, 64, 64), "unet backbone: block widths (each a multiple of 16)")
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         check(self.backbone in ("sd3", "unet"), f"backbone must be 'sd3' or 'unet', got {self.backbone!r}")
         self.unet_channels = tuple(int(c) for c in self.unet_channels)
         check(len(self.unet_channels) >= 2 and all(c > 0 and c % 16 == 0 for c in self.unet_channels),
@@ -171,10 +176,57 @@ class TinyBackbone(nn.Module):
 
 
 class _TinyImageMixin:
-    """Shared noise shape and prompt encoding (``None`` prompts mean the empty prompt)."""
+    """Shared noise shape, prompt encoding (``None`` prompts mean the empty prompt) and LoRA: with ``lora_rank > 0``
+    only the denoiser's adapter trains, the reference is this model with the adapter off, and checkpoints also hold
+    the adapter alone (``pytorch_lora_weights.safetensors``)."""
 
     config: TinyImageConfig
     backbone: TinyBackbone
+    reference_class: ClassVar[type]
+
+    def lora_module(self) -> nn.Module:
+        """The part that carries the LoRA adapter: the denoiser (the text encoder never does)."""
+        return self.backbone.denoiser
+
+    def _init_lora(self) -> None:
+        if self.config.uses_lora:
+            self.requires_grad_(False)
+            add_denoiser_lora(self.lora_module(), self.config)
+
+    def add_lora(self, rank: int, alpha: float | None = None, targets: Sequence[str] | None = None) -> None:
+        """Freeze this (e.g. pretrained) model and put a fresh LoRA adapter on its denoiser."""
+        if self.config.uses_lora:
+            raise ConfigError(f"generator.lora_rank: this {self.name} already carries a rank-{self.config.lora_rank} "
+                              "LoRA adapter (from its checkpoint); drop the lora_* keys to keep training it")
+        options = LoraOptions(rank, alpha, list(targets) if targets is not None else LoraOptions().lora_targets)
+        check(options.uses_lora, f"generator.lora_rank must be >= 1 to add a LoRA adapter, got {rank}")
+        self.config = replace(self.config, lora_rank=options.lora_rank, lora_alpha=options.lora_alpha,
+                              lora_targets=options.lora_targets)
+        self._init_lora()
+
+    def adapter_disabled(self):
+        """Context: the base weights (LoRA layers off)."""
+        return adapter_disabled(self.lora_module())
+
+    def frozen_copy(self) -> Generator:
+        """LoRA: this model with the adapter off (no second copy of the base); otherwise a frozen deep copy."""
+        if self.config.uses_lora:
+            return self.reference_class(self)
+        return super().frozen_copy()
+
+    def save_pretrained(self, path: str | Path) -> Path:
+        """``generator.json`` + ``model.safetensors`` (base and adapter); with LoRA also the adapter alone."""
+        path = Path(path)
+        if self.config.uses_lora:
+            path.mkdir(parents=True, exist_ok=True)
+            save_lora_file(self.lora_module(), self.config, path / LORA_WEIGHTS_FILE)
+        return super().save_pretrained(path)
+
+    def load_lora(self, file: str | Path) -> None:
+        """Load an adapter saved by :meth:`save_pretrained` (same rank and targets) onto this model's base."""
+        if not self.config.uses_lora:
+            raise ConfigError(f"{self.name} has no LoRA adapter to load into (set lora_rank)")
+        load_lora_file(self.lora_module(), file)
 
     @property
     def noise_shape(self) -> tuple[int, ...]:
@@ -209,6 +261,7 @@ class TinyOneStepGenerator(_TinyImageMixin, Generator):
             config = TinyOneStepConfig(**vars(config))
         super().__init__(config or TinyOneStepConfig())
         self.backbone = TinyBackbone(self.config)
+        self._init_lora()
 
     def generate(self, noise: torch.Tensor, cond: TextCond | None = None) -> torch.Tensor:
         t = torch.full((noise.shape[0],), self.timestep, device=noise.device, dtype=noise.dtype)
@@ -237,6 +290,7 @@ class TinyFlowGenerator(_TinyImageMixin, _PromptFlowMixin, FlowModel, TokenFeatu
     def __init__(self, config: TinyFlowConfig | None = None) -> None:
         super().__init__(config or TinyFlowConfig())
         self.backbone = TinyBackbone(self.config)
+        self._init_lora()
 
     def velocity(self, x: torch.Tensor, t: torch.Tensor, cond: Any = None) -> torch.Tensor:
         return self.backbone(x, t * 1000.0, self._cond(cond, x.shape[0]))
@@ -249,3 +303,43 @@ class TinyFlowGenerator(_TinyImageMixin, _PromptFlowMixin, FlowModel, TokenFeatu
 
     def num_blocks(self) -> int:
         return self.config.layers
+
+
+class _AdapterOffView(PolicyView):
+    """The reference of a LoRA-trained tiny model: the policy's own weights with the adapter off, always without
+    grad. Holds no parameters (the policy is kept unregistered), so nothing here can train or be copied."""
+
+    _policy: Any
+
+    def __init__(self, policy: Any) -> None:
+        super().__init__(policy.config)
+        object.__setattr__(self, "_policy", policy)
+        self.eval()
+
+    def _base(self, fn: Any, *args: Any) -> Any:
+        with torch.no_grad(), self._policy.adapter_disabled():
+            return fn(*args)
+
+    def save_pretrained(self, path: str | Path) -> Path:
+        raise NotImplementedError("a LoRA reference is the policy's base weights; save the policy instead")
+
+
+class TinyOneStepReference(_AdapterOffView, Generator):
+    kind: ClassVar[str] = "one_step"
+
+    def generate(self, noise: torch.Tensor, cond: TextCond | None = None) -> torch.Tensor:
+        return self._base(self._policy.generate, noise, cond)
+
+
+class TinyFlowReference(_AdapterOffView, FlowModel):
+    kind: ClassVar[str] = "few_step"
+
+    def velocity(self, x: torch.Tensor, t: torch.Tensor, cond: Any = None) -> torch.Tensor:
+        return self._base(self._policy.velocity, x, t, cond)
+
+    def decode(self, latents: torch.Tensor) -> Any:
+        return self._policy.decode(latents)
+
+
+TinyOneStepGenerator.reference_class = TinyOneStepReference
+TinyFlowGenerator.reference_class = TinyFlowReference

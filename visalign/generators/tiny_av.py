@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from ..core.audio_video import AudioVideoFlowModel
-from ..core.config import check, option
+from ..core.config import ConfigError, check, option
 from ..core.generator import register_generator
 from .text_encoder import TinyTextEncoder
 from .tiny import _PromptFlowMixin
@@ -92,11 +92,17 @@ class TinyAudioVideoFlowGenerator(_TinyVideoMixin, _PromptFlowMixin, AudioVideoF
 
     def __init__(self, config: TinyAudioVideoConfig | None = None) -> None:
         super().__init__(config or TinyAudioVideoConfig())
+        check(not self.config.uses_lora, "generator.lora_rank: tiny_av_flow has no LoRA support yet (its reference "
+              "must stay an audio-video model); use lora_rank: 0")
         self.backbone = TinyAudioVideoBackbone(self.config)
 
     @property
     def noise_shape(self) -> tuple[int, ...]:
         return (self.config.video_size + self.config.audio_length,)
+
+    def add_lora(self, rank: int, alpha: float | None = None, targets: Sequence[str] | None = None) -> None:
+        raise ConfigError("generator.lora_rank: tiny_av_flow has no LoRA support yet (its reference must stay an "
+                          "audio-video model); train it fully")
 
     def latent_slices(self) -> dict[str, slice]:
         v = self.config.video_size

@@ -22,14 +22,16 @@ from ..core.config import check, option
 from ..core.flow import FlowModel
 from ..core.generator import Generator, register_generator
 from .text_encoder import TinyTextEncoder
-from .tiny import _PromptFlowMixin, _TinyImageMixin
+from .lora import LoraOptions
+from .tiny import TinyFlowReference, TinyOneStepReference, _PromptFlowMixin, _TinyImageMixin
 
 TextCond = tuple[torch.Tensor, torch.Tensor]
 
 
 @dataclass
-class TinyVideoConfig:
-    """Clip shape (``channels``×``frames``×``image_size``²), patching, transformer and text-encoder sizes."""
+class TinyVideoConfig(LoraOptions):
+    """Clip shape (``channels``×``frames``×``image_size``²), patching, transformer and text-encoder sizes;
+    ``lora_rank > 0`` trains only a LoRA adapter on the video tower (:class:`LoraOptions`)."""
 
     image_size: int = option(16, "frame height and width in pixels")
     frames: int = option(8, "frames per clip")
@@ -46,6 +48,7 @@ class TinyVideoConfig:
     max_length: int = option(16, "prompt tokens kept")
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         check(self.image_size >= 1 and self.frames >= 1 and self.channels >= 1,
               "image_size, frames and channels must be >= 1")
         check(self.fps > 0, f"fps must be > 0, got {self.fps}")
@@ -186,6 +189,10 @@ class _TinyVideoMixin(_TinyImageMixin):
     def noise_shape(self) -> tuple[int, ...]:
         return self.config.video_shape
 
+    def lora_module(self) -> nn.Module:
+        """The video tower carries the LoRA adapter (text encoder and time embedding stay frozen)."""
+        return self.backbone.video_tower
+
 
 @register_generator("tiny_video_one_step")
 class TinyVideoOneStepGenerator(_TinyVideoMixin, Generator):
@@ -200,6 +207,7 @@ class TinyVideoOneStepGenerator(_TinyVideoMixin, Generator):
             config = TinyVideoOneStepConfig(**{k: v for k, v in vars(config).items() if k in TinyVideoConfig.__dataclass_fields__})
         super().__init__(config or TinyVideoOneStepConfig())
         self.backbone = TinyVideoBackbone(self.config)
+        self._init_lora()
 
     def generate(self, noise: torch.Tensor, cond: TextCond | None = None) -> torch.Tensor:
         t = torch.ones(noise.shape[0], device=noise.device, dtype=noise.dtype)
@@ -217,10 +225,14 @@ class TinyVideoFlowGenerator(_TinyVideoMixin, _PromptFlowMixin, FlowModel):
     def __init__(self, config: TinyVideoFlowConfig | None = None) -> None:
         super().__init__(config or TinyVideoFlowConfig())
         self.backbone = TinyVideoBackbone(self.config)
+        self._init_lora()
 
     def velocity(self, x: torch.Tensor, t: torch.Tensor, cond: Any = None) -> torch.Tensor:
         return self.backbone(x, t, self._cond(cond, x.shape[0]))
 
+
+TinyVideoOneStepGenerator.reference_class = TinyOneStepReference
+TinyVideoFlowGenerator.reference_class = TinyFlowReference
 
 __all__ = ["TinyVideoConfig", "TinyVideoFlowConfig", "TinyVideoOneStepConfig", "TinyVideoBackbone", "TokenTower",
            "TimeTextEmbedding", "TinyVideoOneStepGenerator", "TinyVideoFlowGenerator", "video_to_tokens",

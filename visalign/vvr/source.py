@@ -1,8 +1,9 @@
 """Prompt sources that feed VVR tasks to trainers: fresh tasks at a chosen level, or a benchmark file."""
 from __future__ import annotations
 
+import random
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import torch
 
@@ -64,25 +65,57 @@ class VVRPromptSource(PromptSource):
 @register_prompt_source("vvr2")
 class VVR2PromptSource(PromptSource):
     """Fresh closed-world VVR v2 tasks (the paper's format) from a training pool: ``"easy"`` (complexity <= 20) or
-    ``"matched"`` (VVRBench v2's distribution). Training draws pool indices below 1e9 from the torch generator;
-    ``eval_batch`` uses indices from 3e9 (held out)."""
+    ``"matched"`` (VVRBench v2's distribution), optionally only tasks of difficulty ``bins`` (1-5, complexity 3-11,
+    12-20, 21-29, 30-38, 39-48; e.g. ``[1, 2]`` for easy-to-hard runs). Training draws pool indices below 1e9 from
+    the torch generator; ``eval_batch`` uses indices from 3e9 (held out). An index whose task is of another bin, or
+    cannot be drawn, moves deterministically on."""
 
-    def __init__(self, pool: str = "easy") -> None:
-        from .splits import POOLS
+    def __init__(self, pool: str = "easy", bins: Sequence[int] | None = None) -> None:
+        from .spec_sampler import BINS
+        from .splits import EASY_MAX, POOLS
 
         if pool not in POOLS:
             raise ValueError(f"vvr2 pool must be one of {POOLS}, got {pool!r}")
         self.pool = pool
+        self.bins = None
+        if bins is not None:
+            if isinstance(bins, (str, int)) or not bins or not all(isinstance(b, int) and 1 <= b <= len(BINS) for b in bins):
+                raise InputError(f"prompts.bins: a non-empty list of difficulty bins in 1-{len(BINS)}, got {bins!r}")
+            reachable = [b for b in bins if pool != "easy" or BINS[b - 1][0] <= EASY_MAX]
+            if len(reachable) != len(bins):
+                raise InputError(f"prompts.bins: pool 'easy' has complexity <= {EASY_MAX} (bins 1-2); bins "
+                                 f"{sorted(set(bins) - set(reachable))} never occur there (use pool: matched)")
+            self.bins = frozenset(bins)
+
+    def _candidates(self, index: int) -> Iterator[int]:
+        """Pool indices tried for ``index``: without bins itself, then steps of 1_000_003; with bins uniform draws
+        from the same range (training below 1e9, held out from 3e9) seeded by ``index``, so the tasks are independent
+        draws of the pool's distribution within the bins (rejection sampling), also for consecutive eval indices."""
+        if self.bins is None:
+            yield from (index + attempt * 1_000_003 for attempt in range(20))
+            return
+        base = EVAL_SEED_BASE if index >= EVAL_SEED_BASE else 0
+        rng = random.Random(index)
+        for _ in range(200):
+            yield base + rng.randrange(TRAIN_SEED_LIMIT)
+
+    def _in_bins(self, index: int) -> bool:
+        from .spec_sampler import difficulty_bin
+        from .splits import plan
+
+        return self.bins is None or difficulty_bin(plan(self.pool, index)[1]) in self.bins
 
     def _task(self, index: int) -> SpecTask:
         from .splits import split_task
 
-        for attempt in range(20):  # an index whose task cannot be drawn moves deterministically on
+        for i in self._candidates(index):
+            if not self._in_bins(i):
+                continue
             try:
-                return split_task(self.pool, index + attempt * 1_000_003)
+                return split_task(self.pool, i)
             except RuntimeError:
                 continue
-        raise RuntimeError(f"no VVR v2 {self.pool} task could be drawn near index {index}")
+        raise RuntimeError(f"no VVR v2 {self.pool} task (bins {sorted(self.bins or [])}) could be drawn near index {index}")
 
     def sample(self, n: int, generator: torch.Generator) -> PromptBatch:
         idx = torch.randint(0, TRAIN_SEED_LIMIT, (n,), generator=generator).tolist()
