@@ -181,7 +181,7 @@ def test_shipped_lora_config_puts_an_adapter_on_the_vvr_checkpoint():
     root = Path(__file__).resolve().parents[2]
     cfg = load_run_config(root / "configs" / "vvr_rwtd_lora.yaml")
     gen = build_generator(cfg.generator)
-    base = load_generator(root / "assets" / "tiny_one_step_vvr")
+    base = load_generator(root / "assets" / "tiny_one_step_vvr2")
     assert gen.config.lora_rank == 8 and cfg.algorithm["name"] == "rwtd"
     trainable = sum(p.numel() for p in gen.parameters() if p.requires_grad)
     assert 0 < trainable < 0.1 * sum(p.numel() for p in base.parameters())
