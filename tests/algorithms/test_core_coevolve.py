@@ -18,12 +18,8 @@ from visalign.trainer import Trainer, TrainerConfig
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     root = tmp_path_factory.mktemp("core")
-    data = SmoothImages()
-    g = torch.Generator().manual_seed(0)
-    a, b = data.sample(64, g), data.sample(64, g)
-    first = (data.judge(a) >= data.judge(b))[:, None, None, None]
-    save_pairs(LatentPairs(torch.where(first, a, b), torch.where(first, b, a), [""] * 64, "smooth_image_judge"),
-               root / "pairs.safetensors")
+    winners, losers = SmoothImages().ranked_pairs(64, torch.Generator().manual_seed(0))
+    save_pairs(LatentPairs(winners, losers, [""] * 64, "smooth_image_judge"), root / "pairs.safetensors")
     torch.manual_seed(0)
     save_lrm(build_lrm(LatentRewardConfig(latent_shape=[3, 8, 8], hidden=16, layers=1)), root / "lrm")
     return {"lrm": str(root / "lrm"), "pairs": str(root / "pairs.safetensors")}

@@ -21,10 +21,9 @@ def saved(tmp_path_factory):
     """A tiny flow generator and an LRM fitted to judge-ranked smooth-image pairs, both saved."""
     root = tmp_path_factory.mktemp("lrm_reward")
     data = SmoothImages()
-    g = torch.Generator().manual_seed(0)
-    a, b = data.sample(256, g), data.sample(256, g)
-    first = (data.judge(a) >= data.judge(b))[:, None, None, None]
-    pairs = LatentPairs(torch.where(first, a, b), torch.where(first, b, a), [""] * 256, "smooth_image_judge")
+    winners, losers = data.ranked_pairs(256, torch.Generator().manual_seed(0))
+    assert (data.judge(winners) >= data.judge(losers)).all()
+    pairs = LatentPairs(winners, losers, [""] * 256, "smooth_image_judge")
     torch.manual_seed(0)
     lrm = build_lrm(LatentRewardConfig(latent_shape=[3, 8, 8], hidden=16, layers=1))
     metrics = train_lrm(lrm, pairs, LRMTrainingConfig(steps=60, batch_size=32, holdout=64), progress=False)
