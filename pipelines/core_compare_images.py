@@ -236,7 +236,7 @@ def plot_curves(curves, path: Path) -> None:
     panels = [("eval/lrm_original", "LRM reward (original LRM)"), ("eval/reward_mean", "held-out judge (symlog scale)"),
               ("eval/escape_knn", "escape: kNN distance / base")]
     if all("parts/off_data_energy" in run[0] for runs in curves.values() for run in runs):
-        panels.append(("parts/off_data_energy", "judge part: off-data energy β(ρ²−1)"))
+        panels.append(("parts/off_data_energy", "judge part: off-data energy β(ρ²−1) (symlog)"))
     fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4))
     for arm, runs in curves.items():
         steps = [h["step"] for h in runs[0]]
@@ -246,7 +246,7 @@ def plot_curves(curves, path: Path) -> None:
             line, = ax.plot(steps, mean, label=arm)
             ax.fill_between(steps, values.min(0), values.max(0), color=line.get_color(), alpha=0.15)
             ax.set_title(title)
-            if key == "eval/reward_mean":
+            if key in ("eval/reward_mean", "parts/off_data_energy"):
                 ax.set_yscale("symlog", linthresh=1.0)
             ax.set_xlabel("generator step")
     axes[0].legend()
