@@ -11,9 +11,12 @@ generated), ``anchor_only``, ``generator_only`` and ``oracle`` (anchor + fresh s
 ``--seeds``. Printed per arm (mean ± sd over seeds): LRM reward gain in initial standard deviations (original LRM),
 held-out judge (base, peak, end), escape (kNN distance to the LRM's training images, as a multiple of the base
 model's), Spearman(LRM, judge) over the second half of evaluations, and the issue's pass/fail checks; writes
-``curves.png``, ``samples.png`` and ``results.json``.
+``curves.png`` (with the judge's off-data energy, logged per run in ``judge_parts.jsonl``), ``samples.png`` and
+``results.json``. The proximal weight μ defaults to 3 (``--proximal 0``: the refitted LRM drifts and CoRe's judge
+falls after ~375 steps).
 
-    python pipelines/core_compare_images.py --out runs/core_images             # 5 arms x 3 seeds
+    python pipelines/core_compare_images.py --out runs/core_images             # 5 arms x 3 seeds, 200 steps
+    python pipelines/core_compare_images.py --arms fixed core --steps 500 --eval-every 25   # the issue's window
     python pipelines/core_compare_images.py --arms fixed core --seeds 0        # a quick look
 """
 from __future__ import annotations
@@ -38,7 +41,7 @@ from visalign.results import ResultRow, Tolerance, write_results
 from visalign.rewards.smooth_images import SmoothImageJudge
 from visalign.toys.pretrain import pretrain_flow
 from visalign.toys.smooth_images import SmoothImages
-from visalign.trainer import Trainer, TrainerConfig
+from visalign.trainer import Trainer, TrainerCallback, TrainerConfig
 
 ARMS = ("fixed", "core", "anchor_only", "generator_only", "oracle")
 REFIT = {"fixed": "none", "core": "core", "anchor_only": "anchor_only", "generator_only": "generator_only", "oracle": "oracle"}
@@ -46,7 +49,7 @@ REFIT = {"fixed": "none", "core": "core", "anchor_only": "anchor_only", "generat
 
 def prepare(out: Path, args: argparse.Namespace) -> dict[str, str]:
     """Base generator, real preference pairs and the LRM (reused when already in ``out``)."""
-    data, judge = SmoothImages(), SmoothImageJudge()
+    data = SmoothImages()
     base, pairs_file, lrm_dir = out / "base_generator", out / "pairs.safetensors", out / f"lrm_{args.lrm_kind}"
     if not (base / "generator.json").is_file():
         print("pretraining the base generator on smooth images ...", flush=True)
@@ -56,11 +59,8 @@ def prepare(out: Path, args: argparse.Namespace) -> dict[str, str]:
         print(f"  flow-matching loss {np.mean(losses[:20]):.3f} -> {np.mean(losses[-50:]):.3f}")
         gen.save_pretrained(base)
     if not pairs_file.is_file():
-        g = torch.Generator().manual_seed(1)
-        a, b = data.sample(args.pairs, g), data.sample(args.pairs, g)
-        first = (judge.data.judge(a) >= judge.data.judge(b))[:, None, None, None]
-        save_pairs(LatentPairs(torch.where(first, a, b), torch.where(first, b, a), [""] * args.pairs,
-                                   judge="smooth_image_judge"), pairs_file)
+        winners, losers = data.ranked_pairs(args.pairs, torch.Generator().manual_seed(1))
+        save_pairs(LatentPairs(winners, losers, [""] * args.pairs, judge="smooth_image_judge"), pairs_file)
     if not (lrm_dir / "lrm.json").is_file():
         print(f"training the {args.lrm_kind} latent reward model ...", flush=True)
         from visalign.rewards.latent import load_pairs
@@ -76,6 +76,36 @@ def prepare(out: Path, args: argparse.Namespace) -> dict[str, str]:
     return {"base": str(base), "pairs": str(pairs_file), "lrm": str(lrm_dir)}
 
 
+class JudgeParts(TrainerCallback):
+    """At each evaluation, the judge's parts on a fixed batch of clean samples (``judge_parts.jsonl`` in the run
+    folder): brightness term tanh(z_0), typicality ½·mean z², off-data energy β·(ρ² − 1), and the current LRM's mean
+    score of real minus generated images at t = 0 (> 0: it still tells them apart)."""
+
+    def __init__(self, path: Path, size: int) -> None:
+        self.path, self.size = path, size
+        self.data = SmoothImages()
+        self.real = self.data.sample(size, torch.Generator().manual_seed(7))
+
+    def on_train_begin(self, trainer: Trainer) -> None:
+        self.path.write_text("")
+
+    def on_evaluate(self, trainer: Trainer, tag: str | None, metrics: dict[str, float]) -> None:
+        flow, lrm = trainer.policy, trainer.algorithm.lrm
+        prompts = [""] * self.size
+        with torch.no_grad():
+            noise = flow.make_noise(self.size, torch.Generator().manual_seed(123))
+            x = flow.sample_latents(noise, flow.encode(prompts))
+            z, rho2 = self.data.coordinates(x)
+            t0 = torch.zeros(self.size, device=x.device)
+            gap = lrm(self.real.to(x.device), t0, prompts).mean() - lrm(x, t0, prompts).mean()
+        c = self.data.config
+        record = {"step": trainer.step, "brightness": float(torch.tanh(z[:, 0]).mean()),
+                  "typicality": float(0.5 * z.pow(2).mean(1).mean()), "off_data_energy": float(c.beta * (rho2 - 1).mean()),
+                  "lrm_real_minus_generated": float(gap)}
+        with self.path.open("a") as f:
+            f.write(json.dumps(record) + "\n")
+
+
 def run_arm(arm: str, seed: int, paths: dict[str, str], out: Path, args: argparse.Namespace) -> list[dict[str, float]]:
     policy = load_generator(paths["base"])
     algorithm = CoRe(CoReConfig(lrm=paths["lrm"], pairs=paths["pairs"], refit=REFIT[arm], every=args.every,
@@ -85,14 +115,24 @@ def run_arm(arm: str, seed: int, paths: dict[str, str], out: Path, args: argpars
     cfg = TrainerConfig(steps=args.steps, prompts_per_step=1, learning_rate=args.lr, eval_every=args.eval_every,
                         eval_batch_size=args.eval_batch, seed=seed, log_with=[], progress=False,
                         output_dir=str(out / arm / f"seed{seed}"))
-    trainer = Trainer(policy, algorithm, SmoothImageJudge(), Unconditional(), cfg)
+    parts = JudgeParts(out / arm / f"seed{seed}" / "judge_parts.jsonl", args.eval_batch)
+    trainer = Trainer(policy, algorithm, SmoothImageJudge(), Unconditional(), cfg, callbacks=[parts])
     trainer.train()
-    return [h for h in trainer.history if "eval/reward_mean" in h]
+    return with_judge_parts([h for h in trainer.history if "eval/reward_mean" in h], out / arm / f"seed{seed}")
 
 
 def read_history(run: Path) -> list[dict[str, float]]:
     records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines() if line.strip()]
-    return [r for r in records if "eval/reward_mean" in r]
+    return with_judge_parts([r for r in records if "eval/reward_mean" in r], run)
+
+
+def with_judge_parts(history: list[dict[str, float]], run: Path) -> list[dict[str, float]]:
+    """Eval records with the judge's parts of the same step added as ``parts/...`` (when the run logged them)."""
+    file = run / "judge_parts.jsonl"
+    if not file.is_file():
+        return history
+    parts = {r["step"]: r for r in map(json.loads, file.read_text().splitlines())}
+    return [{**h, **{f"parts/{k}": v for k, v in parts.get(h["step"], {}).items() if k != "step"}} for h in history]
 
 
 def spearman(a: np.ndarray, b: np.ndarray) -> float:
@@ -109,7 +149,8 @@ def arm_figures(history: list[dict[str, float]]) -> dict[str, float]:
             "lrm_current_end": history[-1]["eval/lrm_current"],
             "judge_base": float(judge[0]), "judge_peak": float(judge.max()), "judge_end": float(judge[-1]),
             "escape_end_x": float(escape[-1] / escape[0]), "escape_max_x": float(escape.max() / escape[0]),
-            "spearman_second_half": spearman(lrm[half:], judge[half:])}
+            "spearman_second_half": spearman(lrm[half:], judge[half:]),
+            **({"off_data_energy_end": history[-1]["parts/off_data_energy"]} if "parts/off_data_energy" in history[-1] else {})}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -126,7 +167,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--every", type=int, default=5, help="M")
     parser.add_argument("--lrm-steps", type=int, default=10, help="k")
     parser.add_argument("--gen-weight", type=float, default=0.5, help="λ_gen")
-    parser.add_argument("--proximal", type=float, default=0.0, help="μ")
+    parser.add_argument("--proximal", type=float, default=3.0,
+                        help="μ (0 lets the refitted LRM drift freely between refits; then CoRe's judge falls after ~375 steps)")
     parser.add_argument("--anchor-weight", type=float, default=1.0, help="a")
     parser.add_argument("--lrm-lr", type=float, default=1e-4, help="LRM learning rate during refits")
     parser.add_argument("--pairs", type=int, default=4096)
@@ -221,7 +263,9 @@ def plot_curves(curves, path: Path) -> None:
 
     panels = [("eval/lrm_original", "LRM reward (original LRM)"), ("eval/reward_mean", "held-out judge (symlog scale)"),
               ("eval/escape_knn", "escape: kNN distance / base")]
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+    if all("parts/off_data_energy" in run[0] for runs in curves.values() for run in runs):
+        panels.append(("parts/off_data_energy", "judge part: off-data energy β(ρ²−1) (symlog)"))
+    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4))
     for arm, runs in curves.items():
         steps = [h["step"] for h in runs[0]]
         for ax, (key, title) in zip(axes, panels):
@@ -230,7 +274,7 @@ def plot_curves(curves, path: Path) -> None:
             line, = ax.plot(steps, mean, label=arm)
             ax.fill_between(steps, values.min(0), values.max(0), color=line.get_color(), alpha=0.15)
             ax.set_title(title)
-            if key == "eval/reward_mean":
+            if key in ("eval/reward_mean", "parts/off_data_energy"):
                 ax.set_yscale("symlog", linthresh=1.0)
             ax.set_xlabel("generator step")
     axes[0].legend()

@@ -18,12 +18,8 @@ from visalign.trainer import Trainer, TrainerConfig
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     root = tmp_path_factory.mktemp("core")
-    data = SmoothImages()
-    g = torch.Generator().manual_seed(0)
-    a, b = data.sample(64, g), data.sample(64, g)
-    first = (data.judge(a) >= data.judge(b))[:, None, None, None]
-    save_pairs(LatentPairs(torch.where(first, a, b), torch.where(first, b, a), [""] * 64, "smooth_image_judge"),
-               root / "pairs.safetensors")
+    winners, losers = SmoothImages().ranked_pairs(64, torch.Generator().manual_seed(0))
+    save_pairs(LatentPairs(winners, losers, [""] * 64, "smooth_image_judge"), root / "pairs.safetensors")
     torch.manual_seed(0)
     save_lrm(build_lrm(LatentRewardConfig(latent_shape=[3, 8, 8], hidden=16, layers=1)), root / "lrm")
     return {"lrm": str(root / "lrm"), "pairs": str(root / "pairs.safetensors")}
@@ -114,6 +110,32 @@ def test_every_refit_arm_trains_the_lrm(files, tmp_path, refit):
     expected = {"core": {"lrm/anchor", "lrm/real_vs_generated"}, "anchor_only": {"lrm/anchor"},
                 "generator_only": {"lrm/real_vs_generated"}, "oracle": {"lrm/anchor", "lrm/oracle_pairs"}}[refit]
     assert expected <= set(metrics) and not ({"lrm/anchor", "lrm/real_vs_generated", "lrm/oracle_pairs"} - expected) & set(metrics)
+
+
+def test_proximal_term_value_and_it_holds_the_lrm_near_its_pre_refit_weights(files, tmp_path):
+    trainer = make_trainer(files, tmp_path / "value", proximal=2.0)
+    algo, ctx = trainer.algorithm, trainer.ctx
+    rollout = algo.rollout(ctx, Unconditional().sample(1, torch.Generator()), torch.Generator().manual_seed(3))
+    algo.refit_loss(ctx, "lrm", [rollout], 0)  # takes φ_prev
+    params = [p for p in algo.lrm.parameters() if p.requires_grad]
+    with torch.no_grad():
+        for p in params:
+            p.add_(0.01)
+    with_prox = algo.refit_loss(ctx, "lrm", [rollout], 1)
+    algo.config.proximal = 0.0
+    without = algo.refit_loss(ctx, "lrm", [rollout], 1)
+    expected = sum(p.numel() for p in params) * 0.01**2
+    assert with_prox[1]["lrm/proximal"] == pytest.approx(expected, rel=1e-4)
+    assert float((with_prox[0] - without[0]).detach()) == pytest.approx(2.0 * expected, rel=1e-3)
+
+    def moved(proximal: float) -> float:
+        trainer = make_trainer(files, tmp_path / f"mu{proximal}", steps=2, every=2, lrm_steps=6, proximal=proximal,
+                               lrm_learning_rate=3e-2)
+        before = lrm_params(trainer)
+        trainer.train()
+        return sum(float((p - q).pow(2).sum()) for p, q in zip(before, lrm_params(trainer))) ** 0.5
+
+    assert moved(30.0) < 0.5 * moved(0.0)
 
 
 def test_config_errors_name_the_key(files):

@@ -15,11 +15,8 @@ from visalign.toys.smooth_images import SmoothImages
 
 
 def smooth_pairs(n: int, seed: int = 0) -> LatentPairs:
-    data = SmoothImages()
-    g = torch.Generator().manual_seed(seed)
-    a, b = data.sample(n, g), data.sample(n, g)
-    first = (data.judge(a) >= data.judge(b))[:, None, None, None]
-    return LatentPairs(torch.where(first, a, b), torch.where(first, b, a), [""] * n, "smooth_image_judge")
+    winners, losers = SmoothImages().ranked_pairs(n, torch.Generator().manual_seed(seed))
+    return LatentPairs(winners, losers, [""] * n, "smooth_image_judge")
 
 
 def test_pair_losses_match_hand_computed_values():

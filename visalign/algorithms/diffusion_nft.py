@@ -196,7 +196,7 @@ class DiffusionNFT(Algorithm):
             deviation += float((v.detach() - v_old).float().pow(2).mean())
         n = cfg.timesteps_per_sample
         metrics = {"diffusion_nft/old_deviation": deviation / n, "diffusion_nft/decay": cfg.decay(self.synced_step),
-                   "diffusion_nft/optimality": float(r.mean())}
+                   "diffusion_nft/optimality": float(r.detach().mean())}
         if cfg.kl_beta > 0:
             metrics["diffusion_nft/kl"] = kls / n
         return total, metrics

@@ -68,6 +68,13 @@ class SmoothImages:
         x = (z * self.amplitudes) @ self.basis + self.config.noise * eps
         return x.clamp(-1, 1).reshape(n, *self.shape)
 
+    def ranked_pairs(self, n: int, generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """``n`` pairs of fresh images ordered by the judge: ``(winners, losers)``, each ``[n, C, H, W]`` (ties go to
+        the first draw). Preference data without people."""
+        a, b = self.sample(n, generator), self.sample(n, generator)
+        first = (self.judge(a) >= self.judge(b))[:, None, None, None]
+        return torch.where(first, a, b), torch.where(first, b, a)
+
     def coordinates(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Standardised pattern coordinates ``z [B, k]`` and off-subspace energy ``ρ² [B]``."""
         flat = x.flatten(1).float()

@@ -23,7 +23,8 @@ class LatentReward(Reward):
     def __init__(self, path: str | Path | None = None, model: LatentRewardModel | None = None) -> None:
         if (path is None) == (model is None):
             raise ValueError("latent_rm needs exactly one of path (a saved latent reward model) or model")
-        self.model = load_lrm(path) if model is None else model
+        # a model loaded here is frozen: the reward passes gradients to samples, never into its own weights
+        self.model = load_lrm(path).requires_grad_(False) if model is None else model
         self.name = "latent_rm"
 
     def score_latents(self, latents: torch.Tensor, t: torch.Tensor | float, prompts: Sequence[str] | None = None) -> torch.Tensor:
