@@ -10,7 +10,7 @@ from visalign.core import PromptList
 from visalign.core.config import ConfigError
 from visalign.reflection import DotCountReward, Reflection, ReflectionConfig, TinyReflectionConfig, TinyReflectionModel, prompt_for
 from visalign.reflection.counting import ADD, REMOVE, slots_to_image
-from visalign.reflection.critique import editor_probe, instruction_metrics
+from visalign.reflection.critique import binarised, editor_probe, instruction_metrics
 from visalign.reflection.rollout import EditRound, Trajectories
 from visalign.reflection.sft import train_sft
 from visalign.trainer import Trainer, TrainerConfig
@@ -102,7 +102,8 @@ def test_editor_probe_tells_an_instruction_follower_from_a_prompt_follower(monke
     monkeypatch.setattr(model.editor, "sample_latents", prompt_follower)
     probe = editor_probe(model, prompts, images)
     assert edited == [4]  # two wrong images, each with both instructions
-    assert probe == pytest.approx({"probe_obeys": 0.5, "probe_obeys_wrong": 0.0, "probe_defies_wrong": 1.0})
+    assert probe == pytest.approx({"probe_obeys_right": 1.0, "probe_obeys_wrong": 0.0, "probe_defies_wrong": 1.0,
+                                   "instruction_effect": 0.0})
 
     def instruction_follower(noise, cond):  # rows: (2 dots, add), (2, remove), (4, add), (4, remove)
         counts = torch.tensor([2, 2, 4, 4]) + torch.tensor([1, -1, 1, -1])
@@ -110,4 +111,9 @@ def test_editor_probe_tells_an_instruction_follower_from_a_prompt_follower(monke
 
     monkeypatch.setattr(model.editor, "sample_latents", instruction_follower)
     assert editor_probe(model, prompts, images) == pytest.approx(
-        {"probe_obeys": 1.0, "probe_obeys_wrong": 1.0, "probe_defies_wrong": 0.0})
+        {"probe_obeys_right": 1.0, "probe_obeys_wrong": 1.0, "probe_defies_wrong": 0.0, "instruction_effect": 1.0})
+
+
+def test_binarised_images_keep_counted_dots_and_drop_faint_ones():
+    faint = slots_to_image(torch.tensor([[1.0, 0.9, 0.4, 0.6, 0.1, 0.0]]))
+    assert torch.equal(binarised(faint), slots_to_image(torch.tensor([[1.0, 1, 0, 1, 0, 0]])))

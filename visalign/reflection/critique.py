@@ -17,7 +17,7 @@ from typing import Sequence
 import torch
 
 from ..core.reflection import ReflectionPolicy
-from .counting import ADD, REMOVE, count_dots, target_count
+from .counting import ADD, REMOVE, count_dots, image_to_slots, slots_to_image, target_count
 from .rollout import Trajectories
 
 
@@ -55,20 +55,24 @@ def instruction_metrics(traj: Trajectories, prefix: str = "") -> dict[str, float
             f"{prefix}edit_obeys": _rate(obeys_t, torch.ones_like(obeys_t))}
 
 
+PROBE_KEYS = ("probe_obeys_right", "probe_obeys_wrong", "probe_defies_wrong", "instruction_effect")
+
+
 def editor_probe(policy: ReflectionPolicy, prompts: Sequence[str], images: torch.Tensor,
                  generator: torch.Generator | None = None, prefix: str = "") -> dict[str, float]:
     """Edit each wrong image of ``images`` (one per prompt) once with each instruction (ODE sampler). Returns
-    ``probe_obeys`` (the count moved the instructed way), ``probe_obeys_wrong`` (the same among instructions that
-    point away from the target) and ``probe_defies_wrong`` (among those, the count moved toward the target instead:
-    the editor repaired from the prompt)."""
+    ``probe_obeys_right`` / ``probe_obeys_wrong``: the count moved the instructed way, among instructions that point
+    toward / away from the target; ``probe_defies_wrong``: among the latter, the count moved toward the target instead
+    (the editor repaired without the instruction); ``instruction_effect``: ``probe_obeys_right −
+    probe_defies_wrong``, how much more often the count moves toward the target when the instruction says so than
+    when it says otherwise (1 for an editor that does what it is told, 0 for one that ignores the instruction)."""
     prompts = list(prompts)
     if images.shape[0] != len(prompts):
         raise ValueError(f"{images.shape[0]} images for {len(prompts)} prompts")
     counts = count_dots(images).cpu()
     keep = (counts != _targets(prompts)).nonzero().squeeze(1).tolist()
     if not keep:
-        nan = float("nan")
-        return {f"{prefix}probe_obeys": nan, f"{prefix}probe_obeys_wrong": nan, f"{prefix}probe_defies_wrong": nan}
+        return {f"{prefix}{key}": float("nan") for key in PROBE_KEYS}
     rows = [i for i in keep for _ in (ADD, REMOVE)]
     instructions = [ins for _ in keep for ins in (ADD, REMOVE)]
     probe_prompts = [prompts[i] for i in rows]
@@ -81,9 +85,15 @@ def editor_probe(policy: ReflectionPolicy, prompts: Sequence[str], images: torch
     sign = _sign(instructions)
     toward = torch.sign(_targets(probe_prompts) - counts[rows])
     wrong = sign != toward
-    return {f"{prefix}probe_obeys": _rate(moved == sign, torch.ones_like(wrong)),
-            f"{prefix}probe_obeys_wrong": _rate(moved == sign, wrong),
-            f"{prefix}probe_defies_wrong": _rate(moved == toward, wrong)}
+    obeys_right, defies_wrong = _rate(moved == sign, ~wrong), _rate(moved == toward, wrong)
+    return {f"{prefix}probe_obeys_right": obeys_right, f"{prefix}probe_obeys_wrong": _rate(moved == sign, wrong),
+            f"{prefix}probe_defies_wrong": defies_wrong, f"{prefix}instruction_effect": obeys_right - defies_wrong}
 
 
-__all__ = ["instruction_metrics", "editor_probe"]
+def binarised(images: torch.Tensor) -> torch.Tensor:
+    """``images`` redrawn with clean dots (each site fully lit or dark, as the counter reads it): an editor probed on
+    these cannot read the target from faint, uncounted dots of the previous image."""
+    return slots_to_image((image_to_slots(images) > 0.5).to(images.dtype))
+
+
+__all__ = ["instruction_metrics", "editor_probe", "binarised", "PROBE_KEYS"]
