@@ -81,9 +81,28 @@ def resolve_config_paths(data: dict[str, Any], base: Path) -> dict[str, Any]:
     return data
 
 
+def _load_tiny_reflection(model_class, config: dict[str, Any]):
+    """A saved tiny reflection model; its settings come from the saved config, except ``first_render: separate``."""
+    path = config.pop("path")
+    first_render = config.pop("first_render", None)
+    if config:
+        raise ConfigError(f"policy(tiny_reflection) with a path takes only first_render besides it (the other settings "
+                          f"are the saved model's), got {sorted(config)}")
+    if first_render not in (None, "shared", "separate"):
+        raise ConfigError(f"policy(tiny_reflection).first_render must be 'shared' or 'separate', got {first_render!r}")
+    model = model_class.from_pretrained(path)
+    if first_render is not None and first_render != model.config.first_render:
+        if first_render == "shared":
+            raise ConfigError(f"policy(tiny_reflection).first_render=shared, but the model at {path} has a separate "
+                              f"render head")
+        model.isolate_first_render()
+    return model
+
+
 def build_policy(config: dict[str, Any]):
     """A non-generator policy: ``type: causal_lm`` (any local transformers causal LM) or ``type: tiny_reflection``
-    (the tiny unified reflection model; ``path`` a saved one, otherwise fresh from its config keys)."""
+    (the tiny unified reflection model; ``path`` a saved one, otherwise fresh from its config keys; with a path,
+    ``first_render: separate`` gives a shared model's first images a frozen copy of its flow head)."""
     config = dict(config)
     kind = config.pop("type", None)
     if kind == "tiny_reflection":
@@ -91,7 +110,7 @@ def build_policy(config: dict[str, Any]):
         from .reflection.tiny import TinyReflectionConfig, TinyReflectionModel
 
         if "path" in config:
-            return TinyReflectionModel.from_pretrained(config.pop("path"))
+            return _load_tiny_reflection(TinyReflectionModel, config)
         return TinyReflectionModel(from_dict(TinyReflectionConfig, config, prefix="policy(tiny_reflection)"))
     if kind != "causal_lm":
         raise ConfigError(f"policy.type must be 'causal_lm' or 'tiny_reflection', got {kind!r}")

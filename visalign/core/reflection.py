@@ -81,9 +81,9 @@ class ReflectionPolicy(Policy):
     """A model that can draw an image, critique it and revise it.
 
     Members: :attr:`controller` (the text head, trained by the policy's optimizer), :attr:`editor` (a
-    :class:`FlowModel` sampled with :meth:`render_condition` for the first image and :meth:`edit_condition` for
-    each revision; trained through :meth:`editor_module` by a second optimizer). The two parameter sets are
-    disjoint."""
+    :class:`FlowModel` sampled with :meth:`edit_condition` for each revision; trained through :meth:`editor_module`
+    by a second optimizer) and :attr:`renderer` (the flow model sampled with :meth:`render_condition` for the first
+    image; the editor by default). The controller's and the editor's parameter sets are disjoint."""
 
     @property
     @abstractmethod
@@ -101,6 +101,12 @@ class ReflectionPolicy(Policy):
     def edit_condition(self, prompts: Sequence[str], images: torch.Tensor, instructions: Sequence[str]) -> Any:
         """Editor condition for a revision of ``images`` following ``instructions`` (differentiable in the editor)."""
 
+    @property
+    def renderer(self) -> FlowModel:
+        """The flow model that draws first images with :meth:`render_condition`: the editor, unless the policy keeps
+        first renders on parameters of their own (which then neither optimizer updates)."""
+        return self.editor
+
     def trainable_module(self) -> nn.Module:
         return self.controller
 
@@ -108,12 +114,12 @@ class ReflectionPolicy(Policy):
         return self.editor
 
     def render(self, prompts: Sequence[str], generator: torch.Generator | None = None) -> torch.Tensor:
-        """First images, one per prompt, by the editor's ODE sampler (no grad, no log-prob)."""
-        editor = self.editor
-        noise = editor.make_noise(len(prompts), generator)
+        """First images, one per prompt, by the renderer's ODE sampler (no grad, no log-prob)."""
+        renderer = self.renderer
+        noise = renderer.make_noise(len(prompts), generator)
         self.record_draws(len(prompts))
         with torch.no_grad():
-            return editor.decode(editor.sample_latents(noise, self.render_condition(prompts)))
+            return renderer.decode(renderer.sample_latents(noise, self.render_condition(prompts)))
 
     def sample(self, prompts: Sequence[str] | None = None, *, generator: torch.Generator | None = None,
                num_samples: int = 1) -> torch.Tensor:

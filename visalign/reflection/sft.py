@@ -62,7 +62,8 @@ def sft_loss(model: TinyReflectionModel, batch: TeacherBatch, generator: torch.G
             ce.append(F.nll_loss(logp.flatten(0, 1), batch.turn_tokens[rows].flatten(), reduction="sum"))
     ce_loss = sum(ce) / batch.turn_tokens.numel()
     editor = model.editor
-    render = editor.flow_matching_loss(batch.render_slots, model.render_condition(batch.render_prompts), generator)
+    render = model.renderer.flow_matching_loss(batch.render_slots, model.render_condition(batch.render_prompts),
+                                               generator)
     edit = editor.flow_matching_loss(batch.edit_slots, model.edit_condition(batch.edit_prompts, batch.edit_images,
                                                                             batch.edit_instructions), generator)
     loss = ce_loss + flow_weight * (render + edit) / 2

@@ -7,11 +7,16 @@ editor (its own optimizer). Revisions read the trunk's features of the previous 
 touch disjoint parameters (SFT trains everything together); the first render is conditioned on the prompt alone,
 so it moves only with the flow head. ``pipelines/reflection_counting.py`` freezes the trunk in RL (a trunk moved by
 the text step alone shifts the inputs of a frozen editor in text-only RL).
+
+With ``first_render: separate`` first images come from a render head of their own (:attr:`render_flow`, the same
+architecture) that belongs to neither the controller nor the editor module, so RL leaves round-0 renders
+bit-identical; :meth:`TinyReflectionModel.isolate_first_render` makes it a copy of an SFT-trained flow head.
 """
 from __future__ import annotations
 
+import copy
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -30,6 +35,7 @@ EDIT_ADD, EDIT_REMOVE, EDIT_NONE = 13, 14, 15
 VOCAB = 16
 TURN_LENGTH = 3
 MAX_ROUNDS = 3
+FIRST_RENDER = ("shared", "separate")
 _EDIT_TEXT = {EDIT_ADD: f"[EDIT] {INSTRUCTIONS[0]}", EDIT_REMOVE: f"[EDIT] {INSTRUCTIONS[1]}", EDIT_NONE: "[EDIT] None"}
 
 
@@ -64,10 +70,16 @@ class TinyReflectionConfig:
     edit_sees_prompt: bool = option(True, "revisions are conditioned on the prompt (and trunk features) besides the "
                                           "previous image and the instruction; false: the instruction is the only "
                                           "route to the target")
+    first_render: str = option("shared", "shared: the flow head draws first images and revisions, so RL on "
+                                         "revisions also moves first renders; separate: first images come from a "
+                                         "render head of their own that neither RL optimizer updates (SFT trains it; "
+                                         "isolate_first_render() makes it a copy of a trained flow head)")
 
     def __post_init__(self) -> None:
         check(self.hidden >= 4, f"tiny_reflection.hidden must be >= 4, got {self.hidden}")
         check(self.num_steps >= 1, f"tiny_reflection.num_steps must be >= 1, got {self.num_steps}")
+        check(self.first_render in FIRST_RENDER,
+              f"tiny_reflection.first_render must be one of {list(FIRST_RENDER)}, got {self.first_render!r}")
 
 
 def prompt_features(prompts: Sequence[str], device: torch.device) -> torch.Tensor:
@@ -163,13 +175,16 @@ class TinyFlowEditor(FlowModel):
 
 
 class TinyReflectionModel(ReflectionPolicy):
-    """The unified tiny model: controller (trunk + text head) and flow editing head."""
+    """The unified tiny model: controller (trunk + text head), flow editing head and, with ``first_render:
+    separate``, a render head for first images that is in neither the controller nor the editor module."""
 
     def __init__(self, config: TinyReflectionConfig | None = None) -> None:
         super().__init__()
         self.config = config or TinyReflectionConfig()
         self.text = TinyController(self.config.hidden)
         self.flow = TinyFlowEditor(self.config.hidden, self.config.num_steps, self.config.shift)
+        self.render_flow = (TinyFlowEditor(self.config.hidden, self.config.num_steps, self.config.shift)
+                            if self.config.first_render == "separate" else None)
 
     @property
     def controller(self) -> TinyController:
@@ -178,6 +193,19 @@ class TinyReflectionModel(ReflectionPolicy):
     @property
     def editor(self) -> TinyFlowEditor:
         return self.flow
+
+    @property
+    def renderer(self) -> TinyFlowEditor:
+        return self.flow if self.render_flow is None else self.render_flow
+
+    def isolate_first_render(self) -> "TinyReflectionModel":
+        """Give first images a render head of their own: a copy of the current flow head, outside both RL optimizers'
+        modules, so RL on revisions leaves first renders exactly as they are now. Returns ``self``."""
+        if self.render_flow is not None:
+            raise ValueError("this tiny reflection model already draws first images with a separate render head")
+        self.render_flow = copy.deepcopy(self.flow)
+        self.config = replace(self.config, first_render="separate")
+        return self
 
     def _condition(self, prompts: Sequence[str], images: torch.Tensor, instruction_ids: torch.Tensor,
                    trunk: bool = True) -> torch.Tensor:
@@ -192,7 +220,7 @@ class TinyReflectionModel(ReflectionPolicy):
         return torch.cat([prompt, image_to_slots(images).float(), which, trunk], 1)
 
     def render_condition(self, prompts: Sequence[str]) -> torch.Tensor:
-        blank = slots_to_image(torch.zeros(len(prompts), NUM_SITES, device=self.flow.device))
+        blank = slots_to_image(torch.zeros(len(prompts), NUM_SITES, device=self.renderer.device))
         return self._condition(prompts, blank, torch.zeros(len(prompts), dtype=torch.long, device=blank.device), trunk=False)
 
     def edit_condition(self, prompts: Sequence[str], images: torch.Tensor, instructions: Sequence[str]) -> torch.Tensor:
