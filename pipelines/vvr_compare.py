@@ -55,6 +55,7 @@ from visalign.features import build_features
 from visalign.results import ResultRow, Tolerance, write_results
 from visalign.rewards.vvr import VVRReward
 from visalign.vvr.source import task_batch
+from visalign.vvr.splits import bench_tasks_per_bin
 from visalign.run import build_trainer, load_run_config
 from visalign.trainer import SampleCounter
 
@@ -99,29 +100,15 @@ def paired_se(after: torch.Tensor, before: torch.Tensor, draws: int = 1) -> floa
     return float(d.std() / len(d) ** 0.5)
 
 
-def bench_tasks(bins: tuple[int, ...], per_bin: int) -> PromptBatch:
-    """The first ``per_bin`` VVRBench v2 tasks (bench order) of each difficulty bin in ``bins``: held out from every
-    training pool (the bench's seeds are its own)."""
-    from visalign.vvr.spec_sampler import difficulty_bin
-    from visalign.vvr.splits import SPLITS_V2, plan, split_task
-
-    picked: dict[int, list[int]] = {b: [] for b in bins}
-    for i in range(SPLITS_V2["bench"].size):
-        b = difficulty_bin(plan("bench", i)[1])
-        if b in picked and len(picked[b]) < per_bin:
-            picked[b].append(i)
-        if all(len(v) == per_bin for v in picked.values()):
-            break
-    return task_batch([split_task("bench", i) for b in bins for i in picked[b]])
-
-
 def evaluated_tasks(mode: str, eval_n: int, per_bin: int) -> tuple[PromptBatch, str]:
     """The tasks a v2 mode scores before and after training, and a line saying what they are."""
     if mode == "same_template":
         source = dict(TRAIN_SOURCES[mode])
         return build_prompt_source(source).eval_batch(eval_n), f"{eval_n} unseen tasks of the v2 {source['pool']} pool"
     bins = SCORED_BINS[mode]
-    return bench_tasks(bins, per_bin), f"{per_bin} VVRBench v2 tasks per difficulty bin {list(bins)}"
+    by_bin = bench_tasks_per_bin(bins, per_bin)
+    return (task_batch([t for b in bins for t in by_bin[b]]),
+            f"{per_bin} VVRBench v2 tasks per difficulty bin {list(bins)}")
 
 
 def bin_stats(before: dict[str, torch.Tensor], after: dict[str, torch.Tensor], meta: list[dict], draws: int) -> dict[str, dict]:

@@ -44,7 +44,8 @@ from visalign.core.types import PromptBatch
 from visalign.vvr.benchmark import EVAL_SEED_BASE, TRAIN_SEED_LIMIT
 from visalign.vvr.source import VVRPromptSource, task_batch
 from visalign.vvr.spec_render import render_spec_task
-from visalign.vvr.splits import plan, split_task
+from visalign.vvr.spec_task import is_v2_row
+from visalign.vvr.splits import bench_tasks_per_bin, plan, split_task
 
 LEVEL = 0
 #: v2 pretraining keeps pool tasks up to this complexity (difficulty bin 1)
@@ -81,7 +82,7 @@ def easy_tasks_v2(n: int, seed: int | None = None, max_complexity: int = MAX_COM
 def render(meta: dict, size: int, seed: int):
     """A render of a task's witness (v1 or v2 metadata) at ``size``."""
     task = meta["task"]
-    return render_spec_task(task, size, seed=seed) if task.get("version") == "vvr-2" else render_task(task, size, seed=seed)
+    return render_spec_task(task, size, seed=seed) if is_v2_row(task) else render_task(task, size, seed=seed)
 
 
 def easy_tasks(n: int, seed: int | None = None) -> PromptBatch:
@@ -136,14 +137,7 @@ def evaluate(sample_fn, n: int, batch: int = 64, seed: int = 1234, tasks: TaskFn
 def bench_per_bin(sample_fn, per_bin: int, seed: int = 4321) -> dict[str, dict[str, float]]:
     """Strict accuracy and mean RL reward per difficulty bin on the first ``per_bin`` VVRBench v2 tasks of each bin
     (held out: bench indices are never a pool index), next to the verifier on 32 px renders of the same tasks."""
-    from visalign.vvr.splits import load_split_v2
-
-    tasks = load_split_v2("bench", per_bin * 5 + 46 * 5)
-    by_bin: dict[int, list] = {}
-    for t in tasks:
-        by_bin.setdefault(t.difficulty_bin, [])
-        if len(by_bin[t.difficulty_bin]) < per_bin:
-            by_bin[t.difficulty_bin].append(t)
+    by_bin = bench_tasks_per_bin(range(1, 6), per_bin)
     soft, strict = VVRReward(), VVRReward(strict=True)
     g = torch.Generator().manual_seed(seed)
     out = {}

@@ -23,7 +23,7 @@ from typing import Any, Iterable, Iterator, Sequence
 from ..core.errors import InputError
 from .benchmark import cache_dir, jsonl_bytes, sha256
 from .spec import EXTENSION_TYPES
-from .spec_sampler import BINS, CHALLENGE_RANGE, TASK_TYPES, minimum_complexity
+from .spec_sampler import BINS, CHALLENGE_RANGE, TASK_TYPES, difficulty_bin, minimum_complexity
 from .spec_task import TASK_VERSION_2, SpecTask, is_v2_row, make_task
 
 TRAIN_SEED_LIMIT = 1_000_000_000
@@ -107,6 +107,20 @@ def plan(split: str, index: int) -> tuple[str, int, int]:
 def split_task(split: str, index: int) -> SpecTask:
     primary, complexity, seed = plan(split, index)
     return make_task(seed, primary, complexity, f"{_split(split).prefix}-{index:05d}")
+
+
+def bench_tasks_per_bin(bins: Sequence[int], per_bin: int) -> dict[int, list[SpecTask]]:
+    """The first ``per_bin`` VVRBench v2 tasks (bench order) of each difficulty bin in ``bins``, chosen from the
+    split's plan (no task is generated that is not returned). Held out from every training pool: the bench's seeds
+    are its own."""
+    picked: dict[int, list[int]] = {b: [] for b in bins}
+    for i in range(SPLITS_V2["bench"].size):
+        b = difficulty_bin(plan("bench", i)[1])
+        if b in picked and len(picked[b]) < per_bin:
+            picked[b].append(i)
+        if all(len(v) == per_bin for v in picked.values()):
+            break
+    return {b: [split_task("bench", i) for i in picked[b]] for b in bins}
 
 
 def generate_split_v2(split: str, limit: int | None = None, start: int = 0, progress: bool = False) -> list[SpecTask]:
