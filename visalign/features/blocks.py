@@ -79,4 +79,11 @@ class BlockLayout:
         return sum((ub - tb).pow(2).mean() for ub, tb in zip(self.split(u).values(), self.split(target).values()))
 
 
-__all__ = ["BlockLayout"]
+def token_blocks(tokens: torch.Tensor) -> torch.Tensor:
+    """DINOv2-style blocks of ``[B, 1 + N, D]`` transformer tokens (CLS first): [CLS, patch-token mean, patch-token
+    std], concatenated ``[B, 3D]``."""
+    patches = tokens[:, 1:]
+    return torch.cat([tokens[:, 0], patches.mean(1), patches.std(1)], dim=1)
+
+
+__all__ = ["BlockLayout", "token_blocks"]

@@ -11,6 +11,7 @@ from ..core.config import ConfigError
 from ..core.features import BlockFeatures
 from ..core.types import Samples, modality_of
 from .base import FeatureSpace, register_features
+from .blocks import token_blocks
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -66,6 +67,4 @@ class DINOv2Features(FeatureSpace, BlockFeatures):
         if modality_of(samples) != "image":
             raise ValueError(f"feature space 'dinov2' encodes images B×C×H×W; got {modality_of(samples)} samples")
         pixels = imagenet_pixels(samples.to(self.model.dtype), self.size)
-        tokens = self.model(pixel_values=pixels).last_hidden_state
-        patches = tokens[:, 1:]
-        return torch.cat([tokens[:, 0], patches.mean(1), patches.std(1)], dim=1)
+        return token_blocks(self.model(pixel_values=pixels).last_hidden_state)
