@@ -47,6 +47,10 @@ def test_dinov2_is_frozen_but_differentiable_in_the_images(tiny_dinov2):
     phi(images).pow(2).sum().backward()
     assert images.grad is not None and images.grad.abs().sum() > 0
     assert all(not p.requires_grad for p in phi.parameters()) and not phi.training
+    with pytest.raises(ValueError, match="RGB images"):
+        phi(torch.zeros(1, 1, 8, 8))
+    with pytest.raises(ValueError, match="encodes images"):
+        phi(torch.zeros(2, 5))
 
 
 def test_dinov2_uses_the_preprocessor_crop_size_and_reports_bad_folders(tiny_dinov2, tmp_path):

@@ -66,5 +66,7 @@ class DINOv2Features(FeatureSpace, BlockFeatures):
     def forward(self, samples: Samples) -> torch.Tensor:
         if modality_of(samples) != "image":
             raise ValueError(f"feature space 'dinov2' encodes images B×C×H×W; got {modality_of(samples)} samples")
+        if samples.shape[1] != 3:
+            raise ValueError(f"feature space 'dinov2' needs RGB images B×3×H×W in [-1, 1], got shape {tuple(samples.shape)}")
         pixels = imagenet_pixels(samples.to(self.model.dtype), self.size)
         return token_blocks(self.model(pixel_values=pixels).last_hidden_state)
