@@ -11,7 +11,8 @@
    object count, the colour of single-colour scenes and the shape of single-shape scenes, side by side for the random
    ``conv`` features, 8×8 ``pixels``, the same ViT untrained, and the trained encoder.
 4. Write ``--out`` (``model.safetensors`` + ``config.json`` with the probe figures), loadable as
-   ``features: {name: ssl_encoder, path: OUT}``; ``--ship DIR`` also writes DIR when the trained encoder's mean
+   ``features: {name: ssl_encoder, path: OUT}``, and ``OUT_neighbours.png`` (held-out queries and their nearest
+   renders under ``conv`` and under the encoder); ``--ship DIR`` also writes DIR when the trained encoder's mean
    linear-probe accuracy beats ``conv``'s.
 
     python pipelines/train_image_encoder.py --minutes 10 --threads 1 --out runs/image_encoder --ship assets/encoders/vvr_ssl
@@ -96,6 +97,27 @@ def mean_linear(row: dict) -> float:
     return sum(v["linear"] for v in row.values()) / len(row)
 
 
+def neighbour_sheet(images: torch.Tensor, feats: dict[str, torch.Tensor], path: Path, queries: int = 8, k: int = 5) -> Path:
+    """One row per held-out query: the query, then its ``k`` nearest other renders under each feature space (cosine of
+    standardised features), spaces separated by a blank tile."""
+    from visalign.trainer.visuals import image_grid, to_uint8_images
+
+    tiles = to_uint8_images(images)
+    blank = tiles[0] * 0 + 255
+    rows = []
+    for q in range(queries):
+        row = [tiles[q]]
+        for x in feats.values():
+            z = torch.nn.functional.normalize((x - x.mean(0)) / x.std(0).clamp_min(1e-6), dim=1)
+            sim = z @ z[q]
+            sim[q] = -2
+            row += [blank] + [tiles[i] for i in sim.topk(k).indices.tolist()]
+        rows += row
+    path.parent.mkdir(parents=True, exist_ok=True)
+    image_grid(rows, cols=len(rows) // queries, scale=3).save(path)
+    return path
+
+
 @torch.no_grad()
 def encode(fn, images: torch.Tensor, batch: int = 256) -> torch.Tensor:
     return torch.cat([fn(images[i:i + batch]) for i in range(0, images.shape[0], batch)])
@@ -117,31 +139,37 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dim", type=int, default=64)
     p.add_argument("--depth", type=int, default=4)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--sheet", default=None, help="nearest-neighbour picture (default: next to --out, OUT_neighbours.png)")
+    p.add_argument("--probe-only", action="store_true", help="load the encoder in --out and only probe it (no training)")
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     tasks = lambda n, seed: easy_tasks_v2(n, seed, args.max_complexity)  # noqa: E731
+    config = TinyViTConfig(dim=args.dim, depth=args.depth, heads=4)
+    untrained = TinyViT(config).eval()  # the initialisation training starts from (the same seed in --probe-only)
     t0 = time.perf_counter()
-    _, images = render_pool(args.pool, args.seed, tasks=tasks)
     held = tasks(args.probe_n, None)
     probe_images = to_tensor([render(m, 32, i) for i, m in enumerate(held.metadata)])
     labels = probe_labels(held.metadata)
-    print(f"rendered {images.shape[0]} training and {probe_images.shape[0]} held-out scenes in {time.perf_counter() - t0:.0f}s")
+    if args.probe_only:
+        encoder, steps, seconds = load_encoder(args.out).eval(), None, None
+        untrained = TinyViT(encoder.config).eval() if encoder.config != config else untrained
+    else:
+        _, images = render_pool(args.pool, args.seed, tasks=tasks)
+        print(f"rendered {images.shape[0]} training and {probe_images.shape[0]} held-out scenes in {time.perf_counter() - t0:.0f}s")
+        encoder = TinyViT(config)
+        encoder.load_state_dict(untrained.state_dict())
+        model = Contrastive(encoder)
+        pick = torch.Generator().manual_seed(args.seed + 1)
 
-    encoder = TinyViT(TinyViTConfig(dim=args.dim, depth=args.depth, heads=4))
-    untrained = TinyViT(encoder.config)
-    untrained.load_state_dict(encoder.state_dict())
-    model = Contrastive(encoder)
-    pick = torch.Generator().manual_seed(args.seed + 1)
+        def loss_fn(g: torch.Generator) -> torch.Tensor:
+            batch = images[torch.randint(images.shape[0], (args.batch,), generator=pick)]
+            return nt_xent(model(geometric_views(batch, g)), model(geometric_views(batch, g)), args.temperature)
 
-    def loss_fn(g: torch.Generator) -> torch.Tensor:
-        batch = images[torch.randint(images.shape[0], (args.batch,), generator=pick)]
-        return nt_xent(model(geometric_views(batch, g)), model(geometric_views(batch, g)), args.temperature)
-
-    t = time.perf_counter()
-    steps = budgeted_training(model, loss_fn, args.minutes, args.steps, args.lr, args.seed, "simclr")
-    seconds = round(time.perf_counter() - t, 1)
-    encoder.eval()
+        t = time.perf_counter()
+        steps = budgeted_training(model, loss_fn, args.minutes, args.steps, args.lr, args.seed, "simclr")
+        seconds = round(time.perf_counter() - t, 1)
+        encoder.eval()
 
     conv, pixels = build_features("conv"), build_features({"name": "pixels", "size": 8})
     feats = {"conv (random)": encode(conv, probe_images), "pixels 8x8": encode(pixels, probe_images),
@@ -149,7 +177,12 @@ def main(argv: list[str] | None = None) -> int:
              "ssl_encoder": encode(lambda x: token_blocks(encoder(x)), probe_images)}
     results = probe(feats, labels)
     print_table(results)
+    sheet_path = Path(args.sheet) if args.sheet else Path(args.out).with_name(Path(args.out).name + "_neighbours.png")
+    sheet = neighbour_sheet(probe_images, {k: feats[k] for k in ("conv (random)", "ssl_encoder")}, sheet_path)
+    print(f"nearest held-out neighbours (query | conv | ssl_encoder): {sheet}")
     beats = mean_linear(results["ssl_encoder"]) > mean_linear(results["conv (random)"])
+    if args.probe_only:
+        return 0
     command = "python pipelines/train_image_encoder.py " + " ".join(argv if argv is not None else sys.argv[1:])
     extra = {"training": {"objective": "SimCLR NT-Xent, geometric + noise views (colour kept, no flips)",
                           "pool": args.pool, "max_complexity": args.max_complexity, "steps": steps, "seconds": seconds,

@@ -98,3 +98,39 @@ def test_train_image_encoder_recipe_writes_a_loadable_encoder_with_probe_figures
     assert set(meta["probe"]["results"]) == {"conv (random)", "pixels 8x8", "vit untrained", "ssl_encoder"}
     assert meta["training"]["steps"] == 2
     assert build_features({"name": "ssl_encoder", "path": str(out)})(torch.zeros(2, 3, 32, 32)).shape == (2, 24)
+    assert (tmp_path / "enc_neighbours.png").is_file() and not (out / "enc_neighbours.png").exists()
+    train_image_encoder.main(["--probe-only", "--probe-n", "120", "--dim", "8", "--depth", "1", "--out", str(out),
+                              "--sheet", str(tmp_path / "probe.png")])
+    assert (tmp_path / "probe.png").is_file()
+    assert json.loads((out / "config.json").read_text()) == meta  # probing leaves the encoder folder as it was
+
+
+def test_rwtd_trains_an_image_generator_through_the_ssl_encoder_blocks(tmp_path):
+    from visalign.algorithms import RWTD, RWTDConfig
+    from visalign.core import PromptBatch, TrainContext
+    from visalign.core.reward import FunctionReward
+    from visalign.generators import TinyOneStepGenerator
+    from visalign.generators.tiny import TinyOneStepConfig
+
+    save_encoder(_encoder(), tmp_path / "enc")
+    torch.manual_seed(0)
+    policy = TinyOneStepGenerator(TinyOneStepConfig(image_size=16, patch_size=4, text_hidden=32, vocab_buckets=256,
+                                                    max_length=12, layers=1))
+    reward = FunctionReward(lambda s, p, m: s[:, 0].flatten(1).mean(1), name="red")
+    ctx = TrainContext(policy, policy.frozen_copy(), reward, torch.device("cpu"))
+    algo = RWTD(RWTDConfig(num_current=4, num_reference=4, features={"name": "ssl_encoder", "path": str(tmp_path / "enc")}))
+    rollout = algo.rollout(ctx, PromptBatch(["a red circle"]), torch.Generator().manual_seed(1))
+    assert rollout.extras["targets"].shape == (4, 24)
+    loss, metrics = algo.loss(ctx, rollout)
+    loss.backward()
+    assert torch.isfinite(loss) and metrics["rwtd/transport_cost"] > 0
+    assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in policy.parameters())
+
+
+def test_the_shipped_vvr_encoder_loads_and_records_its_probe_against_conv():
+    folder = ROOT / "assets" / "encoders" / "vvr_ssl"
+    phi = build_features({"name": "ssl_encoder", "path": str(folder)})  # sha256-checked against its manifest
+    assert phi(torch.zeros(1, 3, 32, 32)).shape == (1, 192)
+    results = json.loads((folder / "config.json").read_text())["probe"]["results"]
+    mean = lambda row: sum(v["linear"] for v in row.values()) / len(row)  # noqa: E731
+    assert mean(results["ssl_encoder"]) > mean(results["conv (random)"])
