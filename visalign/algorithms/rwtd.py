@@ -36,8 +36,9 @@ class RWTDConfig:
 
     The published regime: ``reward_scale`` (a run-wide σ, or the file ``visalign calibrate`` writes from base-model
     samples of the training prompts) with a fixed ``beta`` (the published τ: 0.2–0.5), ``current_floor: 0.1``,
-    ``eps_floor: 1e-4``, ``lam: 0.85``, ``solver: sinkhorn``, ``step_size: 0.2``, and many prompt groups per
-    optimizer step via ``trainer.grad_accum``."""
+    ``eps_floor: 1e-4``, ``lam: 0.85``, ``solver: sinkhorn``, ``step_size: 0.2``, many prompt groups per
+    optimizer step via ``trainer.grad_accum``, and block features ``{name: dinov2, path: FOLDER}`` (or the shipped
+    ``{name: ssl_encoder, path: assets/encoders/vvr_ssl}``) with their per-block mean-square cost."""
 
     lam: float = option(
         0.85, "λ: share of the current policy in the target Q = λ·T_β[p_θ] + (1−λ)·T_β[p_ref] (0: tilt the reference only)")
