@@ -15,7 +15,7 @@ _EXPORTS = {
         "Policy", "Generator", "FlowModel", "AudioVideoFlowModel", "SDETrajectory", "Reward", "Algorithm", "Evaluation", "OwnedModel",
         "TrainContext", "UpdatePlan", "PromptBatch", "Rollout", "PromptSource", "PromptList", "modality_of",
         "Unconditional", "FunctionReward", "WeightedReward", "ConfigError", "register_reward", "register_algorithm",
-        "register_generator", "register_prompt_source", "get_reward", "build_reward", "build_generator", "TokenFeatures",
+        "register_generator", "register_prompt_source", "get_reward", "build_reward", "build_generator", "TokenFeatures", "BlockFeatures",
         "build_algorithm", "build_prompt_source", "load_generator",
     )},
     **{name: "visalign.generators" for name in (
@@ -25,6 +25,9 @@ _EXPORTS = {
         "TinyVideoOneStepGenerator", "TinyVideoFlowGenerator", "TinyAudioVideoFlowGenerator",
     )},
     "measure_adapter_step": "visalign.benchmarks.adapter_memory",
+    **{name: "visalign.features" for name in (
+        "FeatureSpace", "BlockLayout", "build_features", "register_features", "DINOv2Features", "SSLEncoderFeatures",
+    )},
     **{name: "visalign.algorithms" for name in (
         "RWTD", "RWTDConfig", "FestDPO", "FestDPOConfig", "RWR", "RWRConfig", "RewardBackprop", "RewardBackpropConfig",
         "FlowGRPO", "FlowGRPOConfig", "DiffusionNFT", "DiffusionNFTConfig", "CoRe", "CoReConfig", "AVGRPO", "AVGRPOConfig",

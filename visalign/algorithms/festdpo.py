@@ -28,7 +28,9 @@ import torch.nn.functional as F
 from ..core.algorithm import Algorithm, TrainContext, register_algorithm
 from ..core.config import ConfigError, check, option
 from ..core.prompts import PromptSource
-from ..core.types import PromptBatch, Rollout, index_samples
+from ..core.types import PromptBatch, Rollout, Samples, index_samples
+from ..features import FeatureSpace
+from ..features.blocks import BlockLayout
 from .common import FeatureCache, group_slices, require_reference, sample_group
 from .kde import BANDWIDTH_RULES, bandwidth, multi_bandwidth_log_prob
 
@@ -54,6 +56,13 @@ def preference_labels(r_a: torch.Tensor, r_b: torch.Tensor, mode: str, temperatu
     raise ConfigError(f"unknown label mode {mode!r}; use soft, sampled or hard")
 
 
+def kernel_features(phi: FeatureSpace, samples: Samples) -> torch.Tensor:
+    """φ(x) scaled block-wise so the kernels' squared distance is the transport cost: per-block mean square for a
+    block feature space (``core.features.BlockFeatures``), the plain ‖·‖² otherwise."""
+    f = phi(samples)
+    return BlockLayout.of(phi, f.shape[1]).scaled(f)
+
+
 @dataclass
 class FestDPOConfig:
     """β: DPO strength (the optimum is p_ref·exp(r/(τβ)) with soft labels); N = ``num_samples`` KDE centres per
@@ -71,7 +80,7 @@ class FestDPOConfig:
     bandwidth_scales: list[float] = option(
         help="multiply the bandwidth by each factor and average the KDE log-densities (multi-scale)",
         factory=lambda: [1.0])
-    features: Any = option("identity", "feature space φ of the KDE: a registered name (identity, pixels, random_projection, conv, open_clip, reward) or a {name: ...} spec")
+    features: Any = option("identity", "feature space φ of the KDE: a registered name (identity, pixels, random_projection, conv, open_clip, reward, dinov2, ssl_encoder) or a {name: ...} spec; block spaces use the per-block mean-square distance")
     updates_per_rollout: int = option(1, "optimizer steps on each rollout")
     bandwidth_anneal: float = option(
         1.0, "start every bandwidth at this factor × h and decay it geometrically to 1 (>= 1; 1: off)")
@@ -188,14 +197,15 @@ class FestDPO(Algorithm):
         else:
             samples, expanded_pairs, rewards = scored
         with torch.no_grad():
-            extras = {"fa": phi(a), "fb": phi(b), "q": q, "per_prompt": per_prompt, "fref": phi(ref_samples),
+            extras = {"fa": kernel_features(phi, a), "fb": kernel_features(phi, b), "q": q, "per_prompt": per_prompt,
+                      "fref": kernel_features(phi, ref_samples),
                       "prompts": expanded.prompts}
         return Rollout(samples=samples, batch=expanded if scored is None else expanded_pairs, rewards=rewards, noise=noise, extras=extras)
 
     def loss(self, ctx: TrainContext, rollout: Rollout) -> tuple[torch.Tensor, dict[str, float]]:
         cfg, ex = self.config, rollout.extras
         phi = self.features.get(ctx)
-        centres = phi(ctx.policy(rollout.noise, ex["prompts"]))
+        centres = kernel_features(phi, ctx.policy(rollout.noise, ex["prompts"]))
         groups = ex["fref"].shape[0] // cfg.num_samples
         pair_slices = group_slices(groups, ex["per_prompt"])
         losses, deltas, hs = [], [], []

@@ -4,6 +4,8 @@ Per prompt: N current samples x_i = G_θ(z_i) and M reference samples, scored by
 Q = λ·T_β[p_θ] + (1−λ)·T_β[p_ref] with T_β[p] ∝ p·exp(r/β), as weights on the union of both sample sets.
 OT (POT ``emd`` or ``sinkhorn``) in a feature space φ from the uniform current particles to Q; barycentric
 projection ū_i; partial step ũ_i = (1−η)φ(x_i) + η·ū_i; loss  mean_i ‖φ(G_θ(z_i)) − sg(ũ_i)‖² / D.
+A block feature space (``core.features.BlockFeatures``, e.g. DINOv2's [CLS, patch mean, patch std]) is compared per
+block: cost Σ_b ‖·‖²_b / d_b, loss Σ_b mean‖φ_b(G_θ(z)) − sg(ũ_b)‖² / d_b (twice the published ½-form).
 λ = 0: off-policy tilting of the reference (fixed point T_β[p_ref]); λ → 1: on-policy tilting of the current model.
 """
 from __future__ import annotations
@@ -18,6 +20,7 @@ import torch
 from ..core.algorithm import Algorithm, TrainContext, register_algorithm
 from ..core.config import check, option
 from ..core.types import PromptBatch, Rollout
+from ..features.blocks import BlockLayout
 from .common import FeatureCache, as_tensor, group_slices, require_reference, sample_group
 from .transport import (beta_for_ess, effective_sample_size, mixture_target, partial_step, systematic_resample, tilted_weights,
                         transport_targets)
@@ -33,8 +36,9 @@ class RWTDConfig:
 
     The published regime: ``reward_scale`` (a run-wide σ, or the file ``visalign calibrate`` writes from base-model
     samples of the training prompts) with a fixed ``beta`` (the published τ: 0.2–0.5), ``current_floor: 0.1``,
-    ``eps_floor: 1e-4``, ``lam: 0.85``, ``solver: sinkhorn``, ``step_size: 0.2``, and many prompt groups per
-    optimizer step via ``trainer.grad_accum``."""
+    ``eps_floor: 1e-4``, ``lam: 0.85``, ``solver: sinkhorn``, ``step_size: 0.2``, many prompt groups per
+    optimizer step via ``trainer.grad_accum``, and block features ``{name: dinov2, path: FOLDER}`` (or the shipped
+    ``{name: ssl_encoder, path: assets/encoders/vvr_ssl}``) with their per-block mean-square cost."""
 
     lam: float = option(
         0.85, "λ: share of the current policy in the target Q = λ·T_β[p_θ] + (1−λ)·T_β[p_ref] (0: tilt the reference only)")
@@ -45,7 +49,7 @@ class RWTDConfig:
     num_reference: int = option(
         16, "reference samples per prompt (the reference part of the target; needed when lam < 1)")
     features: Any = option(
-        "identity", "feature space φ the transport runs in: a registered name (identity, pixels, random_projection, conv, open_clip, reward) or a {name: ...} spec")
+        "identity", "feature space φ the transport runs in: a registered name (identity, pixels, random_projection, conv, open_clip, reward, dinov2, ssl_encoder) or a {name: ...} spec; block spaces (dinov2, ssl_encoder) use a per-block mean-square cost")
     regression_space: Literal["features", "samples"] = option(
         "features", "regress φ(G_θ(z)) onto the targets (features) or the samples onto barycentric sample targets (samples)")
     solver: Literal["emd", "sinkhorn"] = option(
@@ -132,6 +136,7 @@ class RWTD(Algorithm):
         r_cur = ctx.score(current, cur_batch)
         with torch.no_grad():
             f_cur = phi(current)
+        layout = BlockLayout.of(phi, f_cur.shape[1])
         if m:
             reference, ref_batch, _ = sample_group(require_reference(ctx, "rwtd"), batch, m, generator)
             r_ref = ctx.score(reference, ref_batch)
@@ -160,7 +165,7 @@ class RWTD(Algorithm):
                 idx = systematic_resample(weights, n, generator).to(target_feats.device)
                 plan_feats, plan_values, plan_weights = target_feats[idx], values[idx], torch.full((n,), 1.0 / n, dtype=weights.dtype)
             result = transport_targets(f_cur[gc], plan_feats, plan_weights, cfg.solver, cfg.eps_scale, target_values=plan_values,
-                                       eps_floor=cfg.eps_floor)
+                                       eps_floor=cfg.eps_floor, layout=layout)
             targets[gc] = partial_step(cur_values[gc], result.targets, cfg.step_size)
             stats["ess"].append(effective_sample_size(weights) / weights.numel())
             stats["beta"].append(beta if math.isfinite(beta) else float("nan"))
@@ -175,8 +180,13 @@ class RWTD(Algorithm):
 
     def loss(self, ctx: TrainContext, rollout: Rollout) -> tuple[torch.Tensor, dict[str, float]]:
         out = ctx.policy(rollout.noise, rollout.batch.prompts)
-        u = self.features.get(ctx)(out) if self.config.regression_space == "features" else as_tensor(out).flatten(1)
-        loss = (u - rollout.extras["targets"].to(u)).pow(2).mean()
+        if self.config.regression_space == "features":
+            phi = self.features.get(ctx)
+            u = phi(out)
+            loss = BlockLayout.of(phi, u.shape[1]).regression_loss(u, rollout.extras["targets"])
+        else:
+            u = as_tensor(out).flatten(1)
+            loss = (u - rollout.extras["targets"].to(u)).pow(2).mean()
         metrics = {f"rwtd/{k}": v for k, v in rollout.extras["stats"].items()}
         metrics["rwtd/ot_seconds"] = rollout.extras["ot_seconds"]
         if "reference_reward" in rollout.extras:

@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 from ..core.config import ConfigError
+from ..features.blocks import BlockLayout
 
 Solver = Literal["emd", "sinkhorn"]
 
@@ -89,8 +90,11 @@ def systematic_resample(weights: torch.Tensor, n: int, generator: torch.Generato
     return torch.searchsorted(cdf, positions, right=True).clamp_max(w.numel() - 1)
 
 
-def squared_cost(source: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """C_ij = ‖s_i − t_j‖² (float64)."""
+def squared_cost(source: torch.Tensor, target: torch.Tensor, layout: BlockLayout | None = None) -> torch.Tensor:
+    """C_ij = ‖s_i − t_j‖² (float64); with a block ``layout`` C_ij = Σ_b w_b·‖s_ib − t_jb‖² (per-block mean square
+    for a :class:`~visalign.core.features.BlockFeatures` space)."""
+    if layout is not None:
+        return layout.cost(source, target)
     s, t = source.detach().double().flatten(1), target.detach().double().flatten(1)
     return torch.cdist(s, t).pow(2)
 
@@ -159,15 +163,17 @@ def transport_targets(
     eps_scale: float = 0.1,
     target_values: torch.Tensor | None = None,
     eps_floor: float = 0.0,
+    layout: BlockLayout | None = None,
 ) -> TransportResult:
     """OT from uniform source particles to the weighted target particles, then barycentric projection.
 
     ``target_values`` (default: ``target_feats``) are the points averaged by the projection — features when the
-    regression happens in feature space, samples when it happens in sample space."""
+    regression happens in feature space, samples when it happens in sample space. ``layout``: compare the features
+    block by block (see :func:`squared_cost`)."""
     n = source_feats.shape[0]
     if target_feats.shape[0] != target_weights.numel():
         raise ValueError(f"{target_feats.shape[0]} target points but {target_weights.numel()} weights")
-    cost = squared_cost(source_feats, target_feats)
+    cost = squared_cost(source_feats, target_feats, layout)
     uniform = torch.full((n,), 1.0 / n, dtype=torch.float64)
     plan = transport_plan(cost, uniform, target_weights, solver, eps_scale, eps_floor=eps_floor)
     values = target_feats if target_values is None else target_values
