@@ -443,6 +443,26 @@ def av_tiny_base(t: ResultTable) -> str:
     return f"desync\n{desync}, video quality {video} and audio quality {audio} dB"
 
 
+# ---------------------------------------------------------------------------------------------------- SSL encoder
+SSL_ROWS = {"conv (random)": "`conv` (random, 64-d)", "vit untrained": "the same ViT untrained", "ssl_encoder": "`ssl_encoder`"}
+SSL_LABELS = ("count", "colour", "shape")
+
+
+def ssl_probe(t: ResultTable) -> str:
+    """Linear (10-NN) accuracy per feature space; the shipped encoder's linear accuracy in bold where it is the best."""
+    best = {label: max(t.row(r).values[f"{label}_linear"] for r in SSL_ROWS) for label in SSL_LABELS}
+
+    def cell(row: str, label: str) -> str:
+        v = t.row(row).values
+        linear = f"{v[f'{label}_linear']:.3f}"
+        if row == "ssl_encoder" and v[f"{label}_linear"] == best[label]:
+            linear = f"**{linear}**"
+        return f"{linear} ({v[f'{label}_knn']:.3f})"
+
+    return table(["features", "object count (7 classes)", "colour, one-colour scenes (8)", "shape, one-shape scenes (3)"],
+                 [[label, *(cell(row, lab) for lab in SSL_LABELS)] for row, label in SSL_ROWS.items()])
+
+
 # ---------------------------------------------------------------------------------------------------- registry
 PY = "python"
 COMPARE = (PY, "pipelines/vvr_compare.py", "--results", "{results}")
@@ -496,6 +516,10 @@ ENTRIES: tuple[Entry, ...] = (
           fast=False, blocks={"vvr_verifier_accuracy": vvr_accuracy}),
     Entry("vvr_throughput", ((None, (PY, "-m", "visalign.vvr.throughput", "--results", "{results}")),), fast=False,
           blocks={"vvr_throughput": vvr_throughput}),
+    Entry("ssl_encoder_probe", ((None, (PY, "pipelines/train_image_encoder.py", "--probe-only", "--out", "assets/encoders/vvr_ssl",
+                                        "--sheet", "{out}/neighbours.png", "--results", "{results}")),),
+          fast=True, blocks={"ssl_encoder_probe": ssl_probe},
+          pictures={"neighbours.png": "assets/readme/vvr_ssl_neighbours.png"}),
     Entry("vvr_pretrain", ((None, (PY, "pipelines/vvr_pretrain.py", "--version", "1", "--results", "{results}",
                                    "--assets", "{out}/assets", "--out", "{out}")),), fast=False, blocks={"vvr_pretrain": vvr_pretrain},
           pictures={"one_step_samples.png": "assets/readme/vvr_one_step_samples.png"}),

@@ -37,6 +37,7 @@ from visalign.features.blocks import token_blocks  # noqa: E402
 from visalign.features.probe import knn_accuracy, linear_probe_accuracy  # noqa: E402
 from visalign.features.ssl import geometric_views, nt_xent  # noqa: E402
 from visalign.vvr.render import to_tensor  # noqa: E402
+from visalign.results import ResultRow, Tolerance, write_results  # noqa: E402
 
 
 class Contrastive(nn.Module):
@@ -93,6 +94,12 @@ def print_table(results: dict) -> None:
     print("n_test: " + ", ".join(f"{lab} {next(iter(results.values()))[lab]['n_test']}" for lab in labels))
 
 
+def result_rows(results: dict) -> list[ResultRow]:
+    """One row per feature space: ``<label>_linear`` and ``<label>_knn`` accuracies (test counts as info)."""
+    return [ResultRow(space, {f"{label}_{kind}": r[kind] for label, r in row.items() for kind in ("linear", "knn")},
+                      info={f"{label}_n_test": r["n_test"] for label, r in row.items()}) for space, row in results.items()]
+
+
 def mean_linear(row: dict) -> float:
     return sum(v["linear"] for v in row.values()) / len(row)
 
@@ -141,7 +148,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--sheet", default=None, help="nearest-neighbour picture (default: next to --out, OUT_neighbours.png)")
     p.add_argument("--probe-only", action="store_true", help="load the encoder in --out and only probe it (no training)")
+    p.add_argument("--results", default=None,
+                   help="with --probe-only: write the probe table as a result file (visalign.results format) here")
     args = p.parse_args(argv)
+    if args.results and not args.probe_only:
+        p.error("--results records the probes of a saved encoder: pass --probe-only (training is time-budgeted, so a "
+                "training run does not repeat)")
+    began = time.perf_counter()
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     tasks = lambda n, seed: easy_tasks_v2(n, seed, args.max_complexity)  # noqa: E731
@@ -182,6 +195,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"nearest held-out neighbours (query | conv | ssl_encoder): {sheet}")
     beats = mean_linear(results["ssl_encoder"]) > mean_linear(results["conv (random)"])
     if args.probe_only:
+        if args.results:
+            write_results(args.results, "ssl_encoder_probe", "python pipelines/train_image_encoder.py",
+                          sys.argv[1:] if argv is None else argv, result_rows(results),
+                          tolerance=Tolerance(note="a saved encoder, fixed renders and probe seeds: compared exactly"),
+                          platform_tolerance=Tolerance(abs=0.01, note="probe fits differ in float rounding elsewhere"),
+                          note=f"linear-probe and 10-NN accuracy on {args.probe_n} held-out v2 renders (60% fit, 40% test)",
+                          runtime_s=time.perf_counter() - began)
         return 0
     command = "python pipelines/train_image_encoder.py " + " ".join(argv if argv is not None else sys.argv[1:])
     extra = {"training": {"objective": "SimCLR NT-Xent, geometric + noise views (colour kept, no flips)",
