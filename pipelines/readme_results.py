@@ -615,7 +615,6 @@ ENTRIES: tuple[Entry, ...] = (
           fast=False, blocks={"core_compare_images": core_images},
           pictures={"run_0/curves.png": "assets/readme/core_images_curves.png",
                     "run_0/samples.png": "assets/readme/core_images_samples.png"},
-          first_run_pending=True,
           note="CoRe, its ablations and the fixed LRM on 8 px smooth images, 500 steps, seeds 0-2: every arm with the "
                "proximal weight μ = 3, then CoRe with μ = 0"),
     Entry("reflection_counting", tuple((label, (*REFLECTION, *extra)) for label, extra in REFLECTION_RUNS), fast=False,
