@@ -325,8 +325,9 @@ POEM_TEXT_FITS = {"rewards": "rewards", "log_ratios": "log-ratios"}
 
 
 def _coef_cell(c: float) -> str:
-    """An exact zero (a reward fit on its own basis) as ``0``, anything else to two decimals."""
-    return "0" if round(c, 4) == 0 else minus(f"{c:.2f}")
+    """An exact zero (a reward fit on its own basis) as ``0``, anything else to two decimals (no sign on a value that
+    rounds to zero)."""
+    return "0" if round(c, 4) == 0 else minus(f"{c:.2f}".replace("-0.00", "0.00"))
 
 
 def poem_text(t: ResultTable) -> str:
@@ -606,7 +607,7 @@ ENTRIES: tuple[Entry, ...] = (
                                          "--results", "{results}", "--out", "{out}")),),
           fast=False, blocks={"av_compare_tiny_av": av_tiny_table, "av_compare_tiny_av/base": av_tiny_base}),
     Entry("poem_text", ((None, (PY, "pipelines/poem_text.py", "--results", "{results}", "--out", "{out}")),), fast=False,
-          blocks={"poem_text": poem_text}, first_run_pending=True),
+          blocks={"poem_text": poem_text}),
     Entry("poem_flow", (("seed=0", POEM_FLOW), ("seed=1", (*POEM_FLOW, "--seed", "1", "--reference", "{folder}/run_0/reference"))),
           fast=False, blocks={"poem_flow": poem_flow, "poem_flow/seed1": poem_flow_seed1},
           pictures={"run_0/samples.png": "assets/readme/poem_flow_samples.png"}, first_run_pending=True,
