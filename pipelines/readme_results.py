@@ -470,6 +470,12 @@ def reflection_shared_round0(t: ResultTable) -> str:
     return f"{moved('RL, both heads')} points ({moved('RL, flow only')} flow-only)"
 
 
+# ---------------------------------------------------------------------------------------------------- config runs
+def config_runs(t: ResultTable) -> str:
+    """``name before → after`` for every config, comma-separated (an inline block)."""
+    return ", ".join(minus(f"{r.row} {r.values['before']:.3f} → {r.values['after']:.3f}") for r in t.rows)
+
+
 # ---------------------------------------------------------------------------------------------------- pretraining
 def pretrain_metrics(t: ResultTable) -> str:
     def color(label: str, name: str, references: bool = True) -> str:
@@ -627,6 +633,8 @@ ENTRIES: tuple[Entry, ...] = (
           pictures={"run_0/trajectory.png": "assets/readme/reflection_trajectory.png"},
           note="reflection loops on the counting toy, seeds 0-2: the default (separate first-render head, editor sees the "
                "prompt), the earlier shared first-render head, and an editor blind to the prompt"),
+    Entry("config_runs", ((None, (PY, "pipelines/config_runs.py", "--results", "{results}", "--out", "{out}")),), fast=True,
+          blocks={"config_runs": config_runs}),
     Entry("pretrain_shipped", (("video", (*PRETRAIN_SHIPPED_VIDEO, *PRETRAIN_OUT)), ("av", (*PRETRAIN_SHIPPED_AV, *PRETRAIN_OUT))),
           fast=True, blocks={"pretrain_shipped": pretrain_metrics, "pretrain_shipped/steps": pretrain_steps},
           note="the shipped tiny video and audio-video checkpoints measured (their training figures from the "
