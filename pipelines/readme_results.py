@@ -641,7 +641,7 @@ ENTRIES: tuple[Entry, ...] = (
                "pretrain_metrics.json beside them)"),
     Entry("pretrain_fresh", (("video", (*PRETRAIN_VIDEO, "--assets", "{out}/assets", *PRETRAIN_OUT)),
                              ("av", (*PRETRAIN_AV, "--assets", "{out}/assets", *PRETRAIN_OUT))), fast=False,
-          blocks={"pretrain_fresh": pretrain_metrics, "pretrain_fresh/steps": pretrain_steps}, first_run_pending=True,
+          blocks={"pretrain_fresh": pretrain_metrics, "pretrain_fresh/steps": pretrain_steps},
           note="the tiny video and audio-video generators pretrained afresh on the moving-shapes world to the scripts' "
                "step caps (no wall-clock limit in effect); checkpoints go to the run folder, not assets/"),
 )
