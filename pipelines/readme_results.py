@@ -355,7 +355,7 @@ def poem_flow(t: ResultTable) -> str:
     for key, label in POEM_FLOW_REWARDS.items():
         r = t.row(f"seed=0/{key}")
         v = r.values
-        share = minus(f"{v['share_of_direct_gain']:.2f}")
+        share = minus(f"{v['share_of_direct_gain']:.2f}".replace("-0.00", "0.00"))
         lines.append([label, f"{v['coverage']:.3f}", ", ".join(_coef_cell(c) for c in r.info["coef"]),
                       minus(f"{v['E_ref']:.3f} → {v['E_direct']:.3f}"), minus(f"{v['E_poem']:.3f}"), f"**{share}**"])
     return table(["new reward", "coverage", "ĉ (brightness, redness, com-x, contrast)", "E_ref → E_direct", "PoEM",
@@ -616,7 +616,7 @@ ENTRIES: tuple[Entry, ...] = (
           blocks={"poem_text": poem_text}),
     Entry("poem_flow", (("seed=0", POEM_FLOW), ("seed=1", (*POEM_FLOW, "--seed", "1", "--reference", "{folder}/run_0/reference"))),
           fast=False, blocks={"poem_flow": poem_flow, "poem_flow/seed1": poem_flow_seed1},
-          pictures={"run_0/samples.png": "assets/readme/poem_flow_samples.png"}, first_run_pending=True,
+          pictures={"run_0/samples.png": "assets/readme/poem_flow_samples.png"},
           note="PoEM on the tiny flow generator: RL seed 0, then RL seed 1 on seed 0's pretrained reference"),
     Entry("core_compare_images", (("mu=3", CORE_IMAGES), ("mu=0", (*CORE_IMAGES, "--arms", "core", "--proximal", "0"))),
           fast=False, blocks={"core_compare_images": core_images},
