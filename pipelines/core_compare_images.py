@@ -15,9 +15,9 @@ model's), Spearman(LRM, judge) over the second half of evaluations, and the issu
 ``results.json``. The proximal weight μ defaults to 3 (``--proximal 0``: the refitted LRM drifts and CoRe's judge
 falls after ~375 steps).
 
-    python pipelines/core_compare_images.py --out runs/core_images             # 5 arms x 3 seeds, 200 steps
-    python pipelines/core_compare_images.py --arms fixed core --steps 500 --eval-every 25   # the issue's window
-    python pipelines/core_compare_images.py --arms fixed core --seeds 0        # a quick look
+    python pipelines/core_compare_images.py --out runs/core_images             # 5 arms x 3 seeds, 500 steps (~11 min)
+    python pipelines/core_compare_images.py --arms core --proximal 0           # CoRe without the proximal term
+    python pipelines/core_compare_images.py --arms fixed core --seeds 0 --steps 200   # a quick look
 """
 from __future__ import annotations
 
@@ -158,8 +158,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", default="runs/core_images")
     parser.add_argument("--arms", nargs="*", default=list(ARMS), choices=ARMS)
     parser.add_argument("--seeds", nargs="*", type=int, default=[0, 1, 2])
-    parser.add_argument("--steps", type=int, default=200)
-    parser.add_argument("--eval-every", type=int, default=20)
+    parser.add_argument("--steps", type=int, default=500)
+    parser.add_argument("--eval-every", type=int, default=25)
     parser.add_argument("--eval-batch", type=int, default=128)
     parser.add_argument("--batch", type=int, default=16, help="generator samples per step")
     parser.add_argument("--lr", type=float, default=5e-5)

@@ -12,7 +12,7 @@ combination of the bases' advantages) and a k3 KL penalty of strength β to the 
 the sequence log-ratios (target r_new/β). Every policy is scored by sampling (temperature 1) on the 256 held-out
 prompts; recovery = (E_π̂ r − E_ref r)/(E_π* r − E_ref r).
 
-    python pipelines/poem_text.py                       # 33 min measured on the busy shared cores (7 GRPO runs)
+    python pipelines/poem_text.py                       # 8.5 min measured with the 2 cores shared (7 GRPO runs)
     python pipelines/poem_text.py --rl-steps 4 --eval-samples 1 --news correct+even   # smoke run
 """
 from __future__ import annotations

@@ -325,8 +325,9 @@ POEM_TEXT_FITS = {"rewards": "rewards", "log_ratios": "log-ratios"}
 
 
 def _coef_cell(c: float) -> str:
-    """An exact zero (a reward fit on its own basis) as ``0``, anything else to two decimals."""
-    return "0" if round(c, 4) == 0 else minus(f"{c:.2f}")
+    """An exact zero (a reward fit on its own basis) as ``0``, anything else to two decimals (no sign on a value that
+    rounds to zero)."""
+    return "0" if round(c, 4) == 0 else minus(f"{c:.2f}".replace("-0.00", "0.00"))
 
 
 def poem_text(t: ResultTable) -> str:
@@ -354,7 +355,7 @@ def poem_flow(t: ResultTable) -> str:
     for key, label in POEM_FLOW_REWARDS.items():
         r = t.row(f"seed=0/{key}")
         v = r.values
-        share = minus(f"{v['share_of_direct_gain']:.2f}")
+        share = minus(f"{v['share_of_direct_gain']:.2f}".replace("-0.00", "0.00"))
         lines.append([label, f"{v['coverage']:.3f}", ", ".join(_coef_cell(c) for c in r.info["coef"]),
                       minus(f"{v['E_ref']:.3f} → {v['E_direct']:.3f}"), minus(f"{v['E_poem']:.3f}"), f"**{share}**"])
     return table(["new reward", "coverage", "ĉ (brightness, redness, com-x, contrast)", "E_ref → E_direct", "PoEM",
@@ -385,17 +386,94 @@ def _mean_sd(v: dict, key: str, digits: int | None = None, suffix: str = "", hid
 
 
 def core_images(t: ResultTable) -> str:
+    """Every arm with μ = 3 (``mu=3/…`` rows), then CoRe with μ = 0 (``mu=0/core``), over the same 500 steps."""
     lines = []
-    for arm, label in CORE_ARMS.items():
-        v = t.row(arm).values
+    arms = [(f"mu=3/{arm}", label.replace("**CoRe**", "**CoRe, μ = 3**")) for arm, label in CORE_ARMS.items()]
+    for key, label in arms[:2] + [("mu=0/core", "CoRe, μ = 0 (`--proximal 0`)")] + arms[2:]:
+        v = t.row(key).values
         end, escape = _mean_sd(v, "judge_end"), _mean_sd(v, "escape_end_x", 2, "×")
-        if arm == "core":
+        if key == "mu=3/core":
             end, escape = f"**{end}**", f"**{escape}**"
         rho = _mean_sd(v, "spearman_second_half", 2, hide_sd_below=0.05) if "spearman_second_half" in v else "—"
         lines.append([label, _mean_sd(v, "lrm_gain_sd", 2), minus(f"{v['judge_base']:.3f}"), _mean_sd(v, "judge_peak", 3),
                       end, escape, rho])
     return table(["arm", "LRM gain (SD)", "judge base", "judge peak", "judge end", "escape end",
                   "Spearman(LRM, judge), 2nd half"], lines)
+
+
+# ---------------------------------------------------------------------------------------------------- reflection
+REFLECTION_MODELS = ("SFT", "RL, both heads", "RL, text only", "RL, flow only")
+REFLECTION_COLUMNS = {"acc@0": "acc@0", "acc@1": "acc@1", "acc@2": "acc@2", "acc@3": "acc@3", "repair_rate": "repair",
+                      "damage_rate": "damage", "parse_gated_acc": "parse-gated", "best_of_4": "best-of-4"}
+CRITIQUE_COLUMNS = {"instr_right": "instruction right", "probe_obeys_right": "obeys (right instr.)",
+                    "probe_obeys_wrong": "obeys (wrong instr.)", "probe_defies_wrong": "repairs anyway",
+                    "instruction_effect": "instruction effect", "clean_probe_defies_wrong": "repairs anyway, clean dots"}
+REFLECTION_SEEDS = (0, 1, 2)
+
+
+def _pm(t: ResultTable, row: str, key: str) -> str:
+    """``mean ± population std over seeds`` of one rate, one decimal."""
+    r = t.row(row)
+    return f"{r.values[key]:.1f} ± {r.info['sd'][key]:.1f}"
+
+
+def reflection_table(run: str) -> Renderer:
+    def render(t: ResultTable) -> str:
+        return table(["model", *REFLECTION_COLUMNS.values()],
+                     [[m, *(_pm(t, f"{run}/{m}", k) for k in REFLECTION_COLUMNS)] for m in REFLECTION_MODELS])
+    return render
+
+
+def reflection_critique(t: ResultTable) -> str:
+    rows = {"SFT": "default/SFT", "RL, both heads (default)": "default/RL, both heads",
+            "RL, both heads, shared first render": "shared/RL, both heads",
+            "SFT, editor blind to the prompt": "blind/SFT", "RL, both heads, editor blind to the prompt": "blind/RL, both heads"}
+    return table(["model", *CRITIQUE_COLUMNS.values()],
+                 [[label, *(_pm(t, row, k) for k in CRITIQUE_COLUMNS)] for label, row in rows.items()])
+
+
+def reflection_claims(run: str) -> Renderer:
+    """The issue's claims on the means, each with its per-seed figures and whether it holds on every seed."""
+    def render(t: ResultTable) -> str:
+        def v(model: str, key: str, seed: int | None = None) -> float:
+            return t.row(f"{run}/{model}" if seed is None else f"{run}/seed {seed}/{model}").values[key]
+
+        def verdict(holds: list[bool]) -> str:
+            return "every seed" if all(holds) else f"{sum(holds)} of {len(holds)} seeds"
+
+        sft, rl = "SFT", "RL, both heads"
+        repair = [v(rl, "repair_rate", s) / v(sft, "repair_rate", s) for s in REFLECTION_SEEDS]
+        gain = [v(rl, "acc@3", s) - v(sft, "acc@3", s) for s in REFLECTION_SEEDS]
+        round0 = [v(rl, "acc@0", s) - v(sft, "acc@0", s) for s in REFLECTION_SEEDS]
+        both = [all(v(rl, "acc@3", s) > v(o, "acc@3", s) for o in ("RL, text only", "RL, flow only")) for s in REFLECTION_SEEDS]
+        best = [v(rl, "acc@3", s) >= v(rl, "best_of_4", s) for s in REFLECTION_SEEDS]
+        per_seed = ", ".join(f"{v(sft, 'repair_rate', s):.1f} → {v(rl, 'repair_rate', s):.1f}" for s in REFLECTION_SEEDS)
+        return "\n".join([
+            f"- RL raises the repair rate {v(rl, 'repair_rate') / v(sft, 'repair_rate'):.1f}× ({v(sft, 'repair_rate'):.1f} → "
+            f"{v(rl, 'repair_rate'):.1f}; per seed {per_seed}; ≥ 2× on {verdict([r >= 2 for r in repair])}).",
+            f"- Final accuracy gains {v(rl, 'acc@3') - v(sft, 'acc@3'):.1f} points ({v(sft, 'acc@3'):.1f} → {v(rl, 'acc@3'):.1f}; "
+            f"≥ 10 points on {verdict([g >= 10 for g in gain])}).",
+            f"- Round-0 accuracy moves by {signed(v(rl, 'acc@0') - v(sft, 'acc@0'), 1)} points (within 3 points on "
+            f"{verdict([abs(r) <= 3 for r in round0])}).",
+            f"- Both heads ({v(rl, 'acc@3'):.1f}) against text-only ({v('RL, text only', 'acc@3'):.1f}) and flow-only "
+            f"({v('RL, flow only', 'acc@3'):.1f}): both heads ahead of each on {verdict(both)}. Per seed, both vs flow-only: "
+            + ", ".join(f"{v(rl, 'acc@3', s):.1f} vs {v('RL, flow only', 'acc@3', s):.1f}" for s in REFLECTION_SEEDS) + ".",
+            f"- Reflection at 4 images ({v(rl, 'acc@3'):.1f}) against best-of-4 ({v(rl, 'best_of_4'):.1f}): reflection at "
+            f"least as good on {verdict(best)}. Per seed: "
+            + ", ".join(f"{v(rl, 'acc@3', s):.1f} vs {v(rl, 'best_of_4', s):.1f}" for s in REFLECTION_SEEDS) + "."])
+    return render
+
+
+def reflection_shared_round0(t: ResultTable) -> str:
+    def moved(model: str) -> str:
+        return signed(t.row(f"shared/{model}").values["acc@0"] - t.row("shared/SFT").values["acc@0"], 1)
+    return f"{moved('RL, both heads')} points ({moved('RL, flow only')} flow-only)"
+
+
+# ---------------------------------------------------------------------------------------------------- config runs
+def config_runs(t: ResultTable) -> str:
+    """``name before → after`` for every config, comma-separated (an inline block)."""
+    return ", ".join(minus(f"{r.row} {r.values['before']:.3f} → {r.values['after']:.3f}") for r in t.rows)
 
 
 # ---------------------------------------------------------------------------------------------------- pretraining
@@ -486,10 +564,18 @@ TEXT = (PY, "pipelines/text_arithmetic.py", "--results", "{results}", "--output"
 POEM_CATEGORICAL = (PY, "pipelines/poem_categorical.py", "--results", "{results}", "--out", "{out}")
 AV_TOY = (PY, "pipelines/av_compare.py", "--model", "toy", "--results", "{results}", "--out", "{out}")
 
+CORE_IMAGES = (PY, "pipelines/core_compare_images.py", "--steps", "500", "--eval-every", "25", "--results", "{results}",
+               "--out", "{out}")
 POEM_FLOW = (PY, "pipelines/poem_flow.py", "--results", "{results}", "--out", "{out}")
-PRETRAIN_VIDEO = (PY, "pipelines/pretrain_video.py", "--flow-minutes", "12", "--distill-minutes", "8")
-PRETRAIN_AV = (PY, "pipelines/pretrain_av.py", "--minutes", "12")
-PRETRAIN_OUT = ("--results", "{results}", "--assets", "{out}/assets", "--out", "{out}")
+REFLECTION = (PY, "pipelines/reflection_counting.py", "--seeds", "0", "1", "2", "--results", "{results}", "--out", "{out}")
+REFLECTION_RUNS = (("default", ()), ("shared", ("--first-render", "shared")), ("blind", ("--editor-blind-to-prompt",)))
+# a fresh run to the step caps: the wall-clock limits are set far beyond them, so the step count and the learning-rate
+# schedule do not depend on machine load
+PRETRAIN_VIDEO = (PY, "pipelines/pretrain_video.py", "--flow-minutes", "1000", "--distill-minutes", "1000")
+PRETRAIN_AV = (PY, "pipelines/pretrain_av.py", "--minutes", "1000")
+PRETRAIN_SHIPPED_VIDEO = (PY, "pipelines/pretrain_video.py", "--pictures-only", "--assets", "assets/video")
+PRETRAIN_SHIPPED_AV = (PY, "pipelines/pretrain_av.py", "--pictures-only", "--assets", "assets/av")
+PRETRAIN_OUT = ("--results", "{results}", "--out", "{out}")
 
 ENTRIES: tuple[Entry, ...] = (
     Entry("text_arithmetic", ((None, TEXT),), fast=True, blocks={"text_arithmetic": text_single}),
@@ -551,19 +637,37 @@ ENTRIES: tuple[Entry, ...] = (
                                          "--results", "{results}", "--out", "{out}")),),
           fast=False, blocks={"av_compare_tiny_av": av_tiny_table, "av_compare_tiny_av/base": av_tiny_base}),
     Entry("poem_text", ((None, (PY, "pipelines/poem_text.py", "--results", "{results}", "--out", "{out}")),), fast=False,
-          blocks={"poem_text": poem_text}, first_run_pending=True),
+          blocks={"poem_text": poem_text}),
     Entry("poem_flow", (("seed=0", POEM_FLOW), ("seed=1", (*POEM_FLOW, "--seed", "1", "--reference", "{folder}/run_0/reference"))),
           fast=False, blocks={"poem_flow": poem_flow, "poem_flow/seed1": poem_flow_seed1},
-          pictures={"run_0/samples.png": "assets/readme/poem_flow_samples.png"}, first_run_pending=True,
+          pictures={"run_0/samples.png": "assets/readme/poem_flow_samples.png"},
           note="PoEM on the tiny flow generator: RL seed 0, then RL seed 1 on seed 0's pretrained reference"),
-    Entry("core_compare_images", ((None, (PY, "pipelines/core_compare_images.py", "--results", "{results}", "--out", "{out}")),),
+    Entry("core_compare_images", (("mu=3", CORE_IMAGES), ("mu=0", (*CORE_IMAGES, "--arms", "core", "--proximal", "0"))),
           fast=False, blocks={"core_compare_images": core_images},
-          pictures={"curves.png": "assets/readme/core_images_curves.png", "samples.png": "assets/readme/core_images_samples.png"},
-          first_run_pending=True),
-    Entry("pretrain_metrics", (("video", (*PRETRAIN_VIDEO, *PRETRAIN_OUT)), ("av", (*PRETRAIN_AV, *PRETRAIN_OUT))), fast=False,
-          blocks={"pretrain_metrics": pretrain_metrics, "pretrain_metrics/steps": pretrain_steps}, first_run_pending=True,
-          note="the tiny video and audio-video generators pretrained on the moving-shapes world (12 + 8 and 12 minutes); "
-               "checkpoints go to the run folder, not assets/"),
+          pictures={"run_0/curves.png": "assets/readme/core_images_curves.png",
+                    "run_0/samples.png": "assets/readme/core_images_samples.png"},
+          note="CoRe, its ablations and the fixed LRM on 8 px smooth images, 500 steps, seeds 0-2: every arm with the "
+               "proximal weight μ = 3, then CoRe with μ = 0"),
+    Entry("reflection_counting", tuple((label, (*REFLECTION, *extra)) for label, extra in REFLECTION_RUNS), fast=False,
+          blocks={"reflection_counting": reflection_table("default"), "reflection_counting/claims": reflection_claims("default"),
+                  "reflection_counting/critique": reflection_critique, "reflection_counting/blind": reflection_table("blind"),
+                  "reflection_counting/blind_claims": reflection_claims("blind"),
+                  "reflection_counting/shared": reflection_table("shared"),
+                  "reflection_counting/shared_round0": reflection_shared_round0},
+          pictures={"run_0/trajectory.png": "assets/readme/reflection_trajectory.png"},
+          note="reflection loops on the counting toy, seeds 0-2: the default (separate first-render head, editor sees the "
+               "prompt), the earlier shared first-render head, and an editor blind to the prompt"),
+    Entry("config_runs", ((None, (PY, "pipelines/config_runs.py", "--results", "{results}", "--out", "{out}")),), fast=True,
+          blocks={"config_runs": config_runs}),
+    Entry("pretrain_shipped", (("video", (*PRETRAIN_SHIPPED_VIDEO, *PRETRAIN_OUT)), ("av", (*PRETRAIN_SHIPPED_AV, *PRETRAIN_OUT))),
+          fast=True, blocks={"pretrain_shipped": pretrain_metrics, "pretrain_shipped/steps": pretrain_steps},
+          note="the shipped tiny video and audio-video checkpoints measured (their training figures from the "
+               "pretrain_metrics.json beside them)"),
+    Entry("pretrain_fresh", (("video", (*PRETRAIN_VIDEO, "--assets", "{out}/assets", *PRETRAIN_OUT)),
+                             ("av", (*PRETRAIN_AV, "--assets", "{out}/assets", *PRETRAIN_OUT))), fast=False,
+          blocks={"pretrain_fresh": pretrain_metrics, "pretrain_fresh/steps": pretrain_steps},
+          note="the tiny video and audio-video generators pretrained afresh on the moving-shapes world to the scripts' "
+               "step caps (no wall-clock limit in effect); checkpoints go to the run folder, not assets/"),
 )
 
 

@@ -171,17 +171,23 @@ def check_claims(summary: dict[str, dict[str, tuple[float, float]]]) -> dict[str
 ROW_NAMES = {"sft": "SFT", "rl_both": "RL, both heads", "rl_text": "RL, text only", "rl_flow": "RL, flow only"}
 
 
-def result_rows(results: dict[str, list[dict[str, float]]]) -> list[ResultRow]:
+def result_rows(results: dict[str, list[dict[str, float]]], seeds: Sequence[int]) -> list[ResultRow]:
     """One row per model: the mean over seeds of every measured rate (in %; mean_edits as is), with the standard
-    error over seeds when there is more than one."""
+    error over seeds when there is more than one (the population std, which the README prints, as info ``sd``);
+    then one row per seed and model (``seed S/<model>``)."""
+    def scaled(k: str, v: float) -> float:
+        return round((1.0 if k == "mean_edits" else 100.0) * v, 2)
+
     rows = []
     for name, stats in summarise(results).items():
         n = len(results[name])
-        scale = {k: 1.0 if k == "mean_edits" else 100.0 for k in stats}
-        values = {k: round(scale[k] * m, 2) for k, (m, _) in stats.items() if not math.isnan(m)}
-        se = {k: round(scale[k] * sd / math.sqrt(n - 1), 2) for k, (m, sd) in stats.items()
+        values = {k: scaled(k, m) for k, (m, _) in stats.items() if not math.isnan(m)}
+        se = {k: scaled(k, sd / math.sqrt(n - 1)) for k, (m, sd) in stats.items()
               if n > 1 and not math.isnan(m)}  # pstdev·sqrt(n/(n-1))/sqrt(n): the sample std's standard error
-        rows.append(ResultRow(ROW_NAMES[name], values, se, {"seeds": n}))
+        sd = {k: scaled(k, s) for k, (m, s) in stats.items() if not math.isnan(m)}
+        rows.append(ResultRow(ROW_NAMES[name], values, se, {"seeds": n, "sd": sd}))
+    rows += [ResultRow(f"seed {seed}/{ROW_NAMES[name]}", {k: scaled(k, v) for k, v in run.items() if not math.isnan(v)})
+             for name, runs in results.items() for seed, run in zip(seeds, runs)]
     return rows
 
 
@@ -259,7 +265,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         (out / "claims.json").write_text(json.dumps(claims, indent=2))
     if args.results:
         write_results(args.results, "reflection_counting", "python pipelines/reflection_counting.py",
-                      sys.argv[1:] if argv is None else argv, result_rows(results),
+                      sys.argv[1:] if argv is None else argv, result_rows(results, args.seeds),
                       tolerance=Tolerance(note="fixed seeds, one thread: compared exactly on the platform that wrote it"),
                       platform_tolerance=Tolerance(se_multiple=2.0, note="elsewhere the float path differs and RL "
                                                    "diverges: within 2 combined standard errors over seeds"),

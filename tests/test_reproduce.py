@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from visalign.results import ResultRow, ResultTable, Run, compare, read_blocks
+from visalign.results import compare
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -58,6 +58,9 @@ def test_a_moved_row_is_reported_by_name():
     assert "moved: grpo: exact_match" in result.report()
 
 
+DEFAULT_SUITE = ("text_arithmetic_short", "pretrain_shipped")  # short enough to rerun in the default test suite
+
+
 def _check(name: str, tmp_path: Path) -> None:
     e = registry.entry(name)
     if e.first_run_pending and not e.path.is_file():
@@ -77,8 +80,14 @@ def test_short_text_run_reproduces_its_stored_result(tmp_path: Path):
     _check("text_arithmetic_short", tmp_path)
 
 
+def test_shipped_video_and_av_checkpoints_still_score_their_readme_numbers(tmp_path: Path):
+    """~15 s: the shipped tiny video / audio-video checkpoints measured again, compared exactly with
+    assets/results/pretrain_shipped.json (the README's pretraining table)."""
+    _check("pretrain_shipped", tmp_path)
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("name", [e.name for e in registry.ENTRIES if e.name != "text_arithmetic_short"])
+@pytest.mark.parametrize("name", [e.name for e in registry.ENTRIES if e.name not in DEFAULT_SUITE])
 def test_entry_reproduces_its_stored_result(name: str, tmp_path: Path):
     _check(name, tmp_path)
 
@@ -122,38 +131,3 @@ def test_reproduce_reports_the_moved_row_and_write_rewrites_the_readme(tmp_path,
     assert reproduce.main(["--fast", "--write", *runs]) == 1
     assert readme.read_text() == "x is <!-- results:fake -->2.0<!-- /results -->.\n"
     assert reproduce.load_results(fake.path).row("b").values["x"] == 2.0
-
-
-def _pending_block_check(name: str, rows) -> None:
-    e = registry.entry(name)
-    if not e.first_run_pending:
-        pytest.skip(f"{name} has its result file: its README blocks are compared with it instead")
-    table = ResultTable(name=name, runs=[Run("stored raw results")], rows=rows)
-    blocks = read_blocks(registry.README.read_text())
-    for block, render in e.blocks.items():
-        assert render(table) == blocks[block], f"{block}: the renderer does not give the README's hand-written text"
-
-
-def test_tiny_av_renderers_give_the_readme_text_from_its_stored_raw_results():
-    """While its first run is pending, the tiny AV comparison's renderers turn the raw results in the repository into
-    exactly the README's hand-written table and base scores (so the first --write changes numbers, not layout)."""
-    import json
-
-    from pipelines import av_compare
-
-    raw = json.loads((ROOT / "assets/av_toy/compare_tiny_av_120steps.json").read_text())
-    _pending_block_check("av_compare_tiny_av", av_compare.result_rows(raw))
-
-
-def test_pretraining_renderers_give_the_readme_text_from_the_shipped_metrics():
-    import json
-
-    video = json.loads((ROOT / "assets/video/pretrain_metrics.json").read_text())
-    av = json.loads((ROOT / "assets/av/pretrain_metrics.json").read_text())
-    rows = [ResultRow("video/tiny_video_flow", {"object_color": video["flow_object_color"]}, info=video["flow"]),
-            ResultRow("video/tiny_video_one_step", {"object_color": video["one_step_object_color"]}, info=video["one_step"]),
-            ResultRow("video/renders", {"object_color": video["renders_object_color"]}),
-            ResultRow("video/random init", {"object_color": video["random_init_one_step_object_color"]}),
-            ResultRow("av/tiny_av_flow", dict(av["flow"]), info=av["flow_matching"]),
-            ResultRow("av/renders", dict(av["renders"])), ResultRow("av/random init", dict(av["random_init"]))]
-    _pending_block_check("pretrain_metrics", rows)

@@ -7,14 +7,17 @@ cosine learning rate until a step count or a time budget, whichever ends first.
 """
 from __future__ import annotations
 
+import json
 import math
 import time
+from pathlib import Path
 from typing import Callable
 
 import torch
 from tqdm import tqdm
 
 from ..core.flow import FlowModel
+from ..results import Tolerance
 from ..core.generator import Generator
 from .moving_shapes import WorldConfig, all_prompts, render_batch
 
@@ -24,6 +27,21 @@ LossFn = Callable[[torch.Generator], torch.Tensor]
 # how a result of ``fit`` under ``minutes`` compares between runs (pipelines/pretrain_video.py, pretrain_av.py)
 BUDGET_NOTE = ("training runs on a wall-clock budget (the step count and the LR schedule follow elapsed time, so they "
                "depend on machine load): rewards within 2 combined standard errors over prompts; losses and steps are info")
+# how a measurement of saved checkpoints compares (fixed sampling seed; the same weights give the same samples)
+MEASURED_TOLERANCE = Tolerance(note="saved checkpoints measured with a fixed sampling seed: compared exactly")
+
+
+def shipped_training(folder: Path, keys: tuple[str, ...]) -> dict[str, dict]:
+    """The training figures (steps, seconds, losses) recorded under ``keys`` in ``folder/pretrain_metrics.json``,
+    which the pretraining run wrote beside its checkpoints."""
+    path = Path(folder) / "pretrain_metrics.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: it records how the checkpoints in {folder} were trained")
+    recorded = json.loads(path.read_text())
+    missing = [k for k in keys if k not in recorded]
+    if missing:
+        raise KeyError(f"{path} has no {missing} (has {sorted(recorded)})")
+    return {k: recorded[k] for k in keys}
 
 
 def fit(model: torch.nn.Module, loss_fn: LossFn, max_steps: int, lr: float = 1e-3, minutes: float | None = None,

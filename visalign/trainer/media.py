@@ -54,6 +54,49 @@ def draw_waveform(draw: ImageDraw.ImageDraw, audio: np.ndarray, box: tuple[int, 
             draw.line([(x0 + i, mid - col.max() * half), (x0 + i, mid - col.min() * half)], fill=(30, 80, 200))
 
 
+def wrap_caption(text: str, font: ImageFont.ImageFont, width: int, max_lines: int) -> list[str]:
+    """``text`` broken into lines no wider than ``width`` pixels; past ``max_lines`` the last line ends in "…"."""
+    lines: list[str] = []
+    for word in text.split():
+        if lines and font.getlength(f"{lines[-1]} {word}") <= width:
+            lines[-1] = f"{lines[-1]} {word}"
+        else:
+            lines.append(word)
+    if len(lines) > max_lines:
+        lines = lines[:max_lines]
+        while lines[-1] and font.getlength(lines[-1] + " …") > width:
+            lines[-1] = lines[-1][:-1]
+        lines[-1] += " …"
+    return lines
+
+
+def captioned_grid(images: Sequence[np.ndarray], prompts: Sequence[str] | None = None,
+                   rewards: Sequence[float] | None = None, cols: int | None = None, tile: int = 160,
+                   max_lines: int = 5) -> Image.Image:
+    """Image grid with each image's prompt and reward written under it (images upscaled, nearest, to ``tile`` px
+    wide; long prompts wrap and end in "…" after ``max_lines`` lines)."""
+    cols = cols or min(len(images), 4)
+    rows = -(-len(images) // cols)
+    font, pad = _font(10), 6
+    line_h = 12
+    h, w = images[0].shape[:2]
+    scale = max(1, tile // w)
+    cell_w, cell_h = w * scale, h * scale
+    captions = [wrap_caption(_caption(prompts[i] if prompts else None,
+                                      float(rewards[i]) if rewards is not None else None), font, cell_w, max_lines)
+                for i in range(len(images))]
+    text_h = line_h * max((len(c) for c in captions), default=0) + pad
+    sheet = Image.new("RGB", (cols * (cell_w + pad) + pad, rows * (cell_h + text_h + 2 * pad) + pad), "white")
+    draw = ImageDraw.Draw(sheet)
+    for i, (image, caption) in enumerate(zip(images, captions)):
+        x = pad + (i % cols) * (cell_w + pad)
+        y = pad + (i // cols) * (cell_h + text_h + 2 * pad)
+        sheet.paste(Image.fromarray(image).resize((cell_w, cell_h), Image.NEAREST), (x, y))
+        for k, line in enumerate(caption):
+            draw.text((x, y + cell_h + pad + k * line_h), line, fill="black", font=font)
+    return sheet
+
+
 def contact_sheet(video: torch.Tensor, path: Path, prompts: Sequence[str] | None = None,
                   rewards: Sequence[float] | None = None, audio: torch.Tensor | None = None) -> Path:
     """One row per sample: its caption (prompt + reward), its T frames side by side, and (with ``audio``

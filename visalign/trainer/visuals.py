@@ -44,7 +44,7 @@ def image_grid(images: Sequence[np.ndarray], cols: int | None = None, scale: int
 def save_samples(samples: Any, path: Path, prompts: Sequence[str] | None = None, max_images: int | None = None,
                  rewards: Sequence[float] | torch.Tensor | None = None) -> Path | None:
     """Save a preview by modality (:func:`~visalign.core.types.modality_of`): an image grid (of the first
-    ``max_images`` images, if given), a scatter plot for 2-D points, a JSONL of texts, or for video (first
+    ``max_images`` images, if given; captioned with prompt and reward when they are given), a scatter plot for 2-D points, a JSONL of texts, or for video (first
     ``VIDEO_PREVIEW`` clips) a contact sheet (``path``, captioned with prompt and reward) plus an animated GIF, and
     for audio-video also the waveform under the frames and WAV files. Returns the main picture's path."""
     from .media import save_audio_video, save_video
@@ -74,6 +74,12 @@ def save_samples(samples: Any, path: Path, prompts: Sequence[str] | None = None,
             return save_video(rows, path, kept_prompts, kept_rewards)[0]
         return save_audio_video(rows, path, kept_prompts, kept_rewards)[0]
     images = to_uint8_images(samples[:max_images])
+    if prompts is not None or rewards is not None:
+        from .media import captioned_grid
+
+        captioned_grid(images, prompts[:len(images)] if prompts is not None else None,
+                       [float(r) for r in rewards[:len(images)]] if rewards is not None else None).save(path)
+        return path
     scale = max(1, 128 // images[0].shape[0])
     image_grid(images, scale=scale).save(path)
     return path
