@@ -384,10 +384,13 @@ def _mean_sd(v: dict, key: str, digits: int | None = None, suffix: str = "", hid
     return text if sd < hide_sd_below else f"{text} ± {sd:.{digits}f}"
 
 
-def core_images(t: ResultTable) -> str:
+def core_table(t: ResultTable, rows: dict[str, str]) -> str:
+    """The CoRe benchmark table: one line per arm (``rows``: arm -> its row name in ``t``), in CORE_ARMS order."""
     lines = []
     for arm, label in CORE_ARMS.items():
-        v = t.row(arm).values
+        if arm not in rows:
+            continue
+        v = t.row(rows[arm]).values
         end, escape = _mean_sd(v, "judge_end"), _mean_sd(v, "escape_end_x", 2, "×")
         if arm == "core":
             end, escape = f"**{end}**", f"**{escape}**"
@@ -396,6 +399,15 @@ def core_images(t: ResultTable) -> str:
                       end, escape, rho])
     return table(["arm", "LRM gain (SD)", "judge base", "judge peak", "judge end", "escape end",
                   "Spearman(LRM, judge), 2nd half"], lines)
+
+
+def core_images(t: ResultTable) -> str:
+    return core_table(t, {arm: arm for arm in CORE_ARMS})
+
+
+def core_video(t: ResultTable) -> str:
+    """Claims run (fixed, CoRe) and ablations run, merged."""
+    return core_table(t, {arm: f"{'claims' if arm in ('fixed', 'core') else 'ablations'}/{arm}" for arm in CORE_ARMS})
 
 
 # ---------------------------------------------------------------------------------------------------- pretraining
@@ -445,6 +457,7 @@ def av_tiny_base(t: ResultTable) -> str:
 
 # ---------------------------------------------------------------------------------------------------- registry
 PY = "python"
+CORE_VIDEO = (PY, "pipelines/core_video.py", "--results", "{results}", "--out", "{out}", "--arms", "fixed", "core")
 COMPARE = (PY, "pipelines/vvr_compare.py", "--results", "{results}")
 FIT = ("--fit-tasks", "16", "--eval-draws", "32")
 
@@ -536,6 +549,11 @@ ENTRIES: tuple[Entry, ...] = (
           fast=False, blocks={"core_compare_images": core_images},
           pictures={"curves.png": "assets/readme/core_images_curves.png", "samples.png": "assets/readme/core_images_samples.png"},
           first_run_pending=True),
+    Entry("core_compare_video", (("claims", CORE_VIDEO), ("ablations", (*CORE_VIDEO[:-2], "anchor_only", "generator_only", "oracle"))),
+          fast=False, blocks={"core_compare_video": core_video},
+          pictures={"run_0/curves.png": "assets/readme/core_video_curves.png", "run_0/samples.png": "assets/readme/core_video_samples.png",
+                    "run_0/samples.gif": "assets/readme/core_video_samples.gif"},
+          note="CoRe on the tiny video flow, 500 generator steps: fixed LRM and CoRe (claims), then the ablations"),
     Entry("pretrain_metrics", (("video", (*PRETRAIN_VIDEO, *PRETRAIN_OUT)), ("av", (*PRETRAIN_AV, *PRETRAIN_OUT))), fast=False,
           blocks={"pretrain_metrics": pretrain_metrics, "pretrain_metrics/steps": pretrain_steps}, first_run_pending=True,
           note="the tiny video and audio-video generators pretrained on the moving-shapes world (12 + 8 and 12 minutes); "
