@@ -33,10 +33,9 @@ from visalign.core import Unconditional
 from visalign.generators.tiny import TinyFlowConfig, TinyFlowGenerator
 from visalign.rewards.latent import (LRMTrainingConfig, LatentRewardConfig, LatentPairs, build_lrm, save_lrm,
                                      save_pairs, train_lrm)
-from visalign.results import Tolerance, write_results
 from visalign.rewards.smooth_images import SmoothImageJudge
-from visalign.toys.core_benchmark import (add_arguments, arm_figures, plot_curves, print_report, read_history,
-                                          result_rows, run_arm)
+from visalign.toys.core_benchmark import (add_arguments, parse_benchmark_args, plot_curves, print_report, run_arm,
+                                          run_benchmark)
 from visalign.toys.pretrain import pretrain_flow
 from visalign.toys.smooth_images import SmoothImages
 from visalign.trainer import Trainer
@@ -103,40 +102,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pretrain-steps", type=int, default=1000)
     parser.add_argument("--lrm-train-steps", type=int, default=800)
     parser.add_argument("--lrm-kind", default="standalone", choices=["standalone", "backbone"])
-    args = parser.parse_args(argv)
-    if args.results and (args.report_only or args.prepare_only):
-        parser.error("--results records a full run (not --report-only / --prepare-only)")
     began = time.perf_counter()
-    torch.set_num_threads(1)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    if args.report_only:
-        curves = {arm: [read_history(out / arm / f"seed{seed}") for seed in args.seeds] for arm in args.arms}
-        report({arm: [arm_figures(h, ENERGY) for h in runs] for arm, runs in curves.items()}, curves, out, args)
-        return
-    paths = prepare(out, args)
-    if args.prepare_only:
-        return
-    results: dict[str, list[dict[str, float]]] = {}
-    curves: dict[str, list[list[dict[str, float]]]] = {}
-    for arm in args.arms:
-        for seed in args.seeds:
-            start = time.perf_counter()
-            history = run_arm(arm, seed, paths, out, args, SmoothImageJudge(), Unconditional(), judge_parts(args.eval_batch))
-            figures = arm_figures(history, ENERGY)
-            results.setdefault(arm, []).append(figures)
-            curves.setdefault(arm, []).append(history)
-            print(f"{arm:15s} seed {seed}: " + ", ".join(f"{k} {v:.3f}" for k, v in figures.items())
-                  + f"  ({time.perf_counter() - start:.0f} s)", flush=True)
-        report(results, curves, out, args)
-    if args.results:
-        write_results(args.results, "core_compare_images", "python pipelines/core_compare_images.py",
-                      sys.argv[1:] if argv is None else argv, result_rows(results, args.seeds),
-                      tolerance=Tolerance(note="fixed seeds on one thread: compared exactly"),
-                      note=f"CoRe vs a fixed LRM on 8 px smooth images, {args.steps} generator steps: mean and population SD "
-                           "over seeds (LRM gain in initial SDs of the original LRM, escape as a multiple of the base's); "
-                           "across platforms training diverges, so no cross-platform tolerance",
-                      runtime_s=time.perf_counter() - began)
+    args, out = parse_benchmark_args(parser, argv)
+
+    def train(arm: str, seed: int, paths: dict[str, str]) -> list[dict[str, float]]:
+        return run_arm(arm, seed, paths, out, args, SmoothImageJudge(), Unconditional(), judge_parts(args.eval_batch))
+
+    run_benchmark(args, out, ENERGY, prepare, train, report, (sys.argv[1:] if argv is None else argv,
+                  "core_compare_images", "python pipelines/core_compare_images.py",
+                  "CoRe vs a fixed LRM on 8 px smooth images", began))
 
 
 def report(results, curves, out: Path, args: argparse.Namespace) -> None:

@@ -29,12 +29,11 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
-from visalign.results import Tolerance, write_results
 from visalign.rewards.latent import (LRMTrainingConfig, LatentPairs, LatentRewardConfig, build_lrm, load_pairs,
                                      save_lrm, save_pairs, train_lrm)
 from visalign.rewards.shapes_judge import ShapesJudge, ShapesJudgeConfig, ShapesJudgeReward
-from visalign.toys.core_benchmark import (add_arguments, arm_figures, plot_curves, print_report, read_history,
-                                          result_rows, run_arm)
+from visalign.toys.core_benchmark import (add_arguments, parse_benchmark_args, plot_curves, print_report, run_arm,
+                                          run_benchmark)
 from visalign.toys.moving_shapes import MovingShapesPrompts, WorldConfig, all_prompts, render_batch
 from visalign.trainer import Trainer
 from visalign.trainer.media import save_video
@@ -108,44 +107,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--judge-gamma", type=float, default=3.0, help="judge: weight of the position preference")
     parser.add_argument("--judge-colour", type=float, default=1.0, help="judge: weight of object_color")
     parser.add_argument("--judge-beta", type=float, default=0.2, help="judge: weight of the off-palette energy")
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 is fastest on a shared machine)")
-    args = parser.parse_args(argv)
-    if args.results and (args.report_only or args.prepare_only):
-        parser.error("--results records a full run (not --report-only / --prepare-only)")
     began = time.perf_counter()
-    torch.set_num_threads(args.threads)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    if args.report_only:
-        curves = {arm: [read_history(out / arm / f"seed{seed}") for seed in args.seeds] for arm in args.arms}
-        report({arm: [arm_figures(h, ENERGY) for h in runs] for arm, runs in curves.items()}, curves, out, args)
-        return
-    paths = prepare(out, args)
-    if args.prepare_only:
-        return
-    results: dict[str, list[dict[str, float]]] = {}
-    curves: dict[str, list[list[dict[str, float]]]] = {}
-    for arm in args.arms:
-        for seed in args.seeds:
-            start = time.perf_counter()
-            run = out / arm / f"seed{seed}"
-            run.mkdir(parents=True, exist_ok=True)
-            history = run_arm(arm, seed, paths, out, args, ShapesJudgeReward(**vars(judge_config(args))), MovingShapesPrompts(),
-                              judge_parts(args.eval_batch, run, args.steps, judge_config(args)))
-            figures = arm_figures(history, ENERGY)
-            results.setdefault(arm, []).append(figures)
-            curves.setdefault(arm, []).append(history)
-            print(f"{arm:15s} seed {seed}: " + ", ".join(f"{k} {v:.3f}" for k, v in figures.items())
-                  + f"  ({time.perf_counter() - start:.0f} s)", flush=True)
-        report(results, curves, out, args)
-    if args.results:
-        write_results(args.results, "core_compare_video", "python pipelines/core_video.py",
-                      sys.argv[1:] if argv is None else argv, result_rows(results, args.seeds),
-                      tolerance=Tolerance(note="fixed seeds on one thread: compared exactly"),
-                      note=f"CoRe vs a fixed LRM on the tiny video flow (16 px, 8 frames), {args.steps} generator steps: "
-                           "mean and population SD over seeds (LRM gain in initial SDs of the original LRM, escape as a "
-                           "multiple of the base's); across platforms training diverges, so no cross-platform tolerance",
-                      runtime_s=time.perf_counter() - began)
+    args, out = parse_benchmark_args(parser, argv)
+
+    def train(arm: str, seed: int, paths: dict[str, str]) -> list[dict[str, float]]:
+        run = out / arm / f"seed{seed}"
+        run.mkdir(parents=True, exist_ok=True)
+        return run_arm(arm, seed, paths, out, args, ShapesJudgeReward(**vars(judge_config(args))), MovingShapesPrompts(),
+                       judge_parts(args.eval_batch, run, args.steps, judge_config(args)))
+
+    run_benchmark(args, out, ENERGY, prepare, train, report, (sys.argv[1:] if argv is None else argv,
+                  "core_compare_video", "python pipelines/core_video.py",
+                  "CoRe vs a fixed LRM on the tiny video flow (16 px, 8 frames)", began))
 
 
 def report(results, curves, out: Path, args: argparse.Namespace) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -16,7 +17,7 @@ from ..algorithms.core_coevolve import CoRe, CoReConfig
 from ..core.generator import load_generator
 from ..core.prompts import PromptSource
 from ..core.reward import Reward
-from ..results import ResultRow
+from ..results import ResultRow, Tolerance, write_results
 from ..trainer import Trainer, TrainerCallback, TrainerConfig
 
 ARMS = ("fixed", "core", "anchor_only", "generator_only", "oracle")
@@ -48,9 +49,24 @@ def add_arguments(parser: argparse.ArgumentParser, **defaults) -> None:
         help="μ (0 lets the refitted LRM drift freely between refits; on images CoRe's judge then falls after ~375 steps)")
     add("--anchor-weight", type=float, default=1.0, help="a")
     add("--lrm-lr", type=float, default=1e-4, help="LRM learning rate during refits")
+    add("--threads", type=int, default=1, help="torch CPU threads (1 is fastest on a shared machine)")
     add("--prepare-only", action="store_true")
     add("--report-only", action="store_true", help="rebuild the table and pictures from the run folders")
     add("--results", default=None, help="also write the result file (visalign.results format) here")
+
+
+def parse_benchmark_args(parser: argparse.ArgumentParser, argv: list[str] | None) -> tuple[argparse.Namespace, Path]:
+    """Parse, check that ``--results`` comes with a full run, set torch's threads (``--threads``) and create
+    ``--out``."""
+    import torch
+
+    args = parser.parse_args(argv)
+    if args.results and (args.report_only or args.prepare_only):
+        parser.error("--results records a full run (not --report-only / --prepare-only)")
+    torch.set_num_threads(args.threads)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    return args, out
 
 
 class JudgeParts(TrainerCallback):
@@ -85,6 +101,40 @@ def run_arm(arm: str, seed: int, paths: dict[str, str], out: Path, args: argpars
     trainer = Trainer(policy, algorithm, judge, prompts, cfg, callbacks=[JudgeParts(run / "judge_parts.jsonl", measure)])
     trainer.train()
     return with_judge_parts([h for h in trainer.history if "eval/reward_mean" in h], run)
+
+
+def run_benchmark(args: argparse.Namespace, out: Path, energy_part: str,
+                  prepare: Callable[[Path, argparse.Namespace], dict[str, str]],
+                  train: Callable[[str, int, dict[str, str]], History],
+                  report: Callable[[dict, dict, Path, argparse.Namespace], None],
+                  record: tuple[list[str], str, str, str, float] | None = None) -> dict[str, list[dict[str, float]]] | None:
+    """``--report-only``: rebuild the report from the run folders. Otherwise ``prepare`` (cached in ``out``), then
+    ``train(arm, seed, paths)`` for every arm and seed, printing each run's figures and reporting after each arm, and
+    with ``--results`` the result file (``record``: argv, name, command, the note's opening, start time). Returns the
+    figures per arm (None with ``--report-only`` / ``--prepare-only``)."""
+    if args.report_only:
+        curves = {arm: [read_history(out / arm / f"seed{seed}") for seed in args.seeds] for arm in args.arms}
+        report({arm: [arm_figures(h, energy_part) for h in runs] for arm, runs in curves.items()}, curves, out, args)
+        return None
+    paths = prepare(out, args)
+    if args.prepare_only:
+        return None
+    results: dict[str, list[dict[str, float]]] = {}
+    curves: dict[str, list[History]] = {}
+    for arm in args.arms:
+        for seed in args.seeds:
+            start = time.perf_counter()
+            history = train(arm, seed, paths)
+            figures = arm_figures(history, energy_part)
+            results.setdefault(arm, []).append(figures)
+            curves.setdefault(arm, []).append(history)
+            print(f"{arm:15s} seed {seed}: " + ", ".join(f"{k} {v:.3f}" for k, v in figures.items())
+                  + f"  ({time.perf_counter() - start:.0f} s)", flush=True)
+        report(results, curves, out, args)
+    if args.results and record is not None:
+        argv, name, command, what, began = record
+        write_benchmark_results(args, argv, name, command, results, what, time.perf_counter() - began)
+    return results
 
 
 def read_history(run: Path) -> History:
@@ -168,6 +218,17 @@ def result_rows(results: dict[str, list[dict[str, float]]], seeds: list[int]) ->
     return rows
 
 
+def write_benchmark_results(args: argparse.Namespace, argv: list[str], name: str, command: str,
+                            results: dict[str, list[dict[str, float]]], what: str, runtime_s: float) -> None:
+    """The result file (``args.results``, visalign.results format) of a full benchmark run; ``what`` opens its note."""
+    write_results(args.results, name, command, argv, result_rows(results, args.seeds),
+                  tolerance=Tolerance(note="fixed seeds on one thread: compared exactly"),
+                  note=f"{what}, {args.steps} generator steps: mean and population SD over seeds (LRM gain in initial "
+                       "SDs of the original LRM, escape as a multiple of the base's); across platforms training "
+                       "diverges, so no cross-platform tolerance",
+                  runtime_s=runtime_s)
+
+
 def plot_curves(curves: dict[str, list[History]], path: Path, energy_part: str, energy_title: str,
                 judge_symlog: bool = True) -> None:
     """Original-LRM reward, judge, escape (and the judge's ``energy_part`` when every run logged it) over steps:
@@ -202,5 +263,5 @@ def plot_curves(curves: dict[str, list[History]], path: Path, energy_part: str, 
     print(f"wrote {path}")
 
 
-__all__ = ["ARMS", "REFIT", "TABLE_KEYS", "add_arguments", "JudgeParts", "run_arm", "read_history", "with_judge_parts",
-           "spearman", "arm_figures", "claim_checks", "print_report", "result_rows", "plot_curves"]
+__all__ = ["ARMS", "REFIT", "TABLE_KEYS", "add_arguments", "parse_benchmark_args", "JudgeParts", "run_arm", "run_benchmark", "read_history", "with_judge_parts",
+           "spearman", "arm_figures", "claim_checks", "print_report", "result_rows", "write_benchmark_results", "plot_curves"]
