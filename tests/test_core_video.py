@@ -116,3 +116,20 @@ def test_recipe_end_to_end_on_a_tiny_budget(tmp_path):
         assert (out / name).is_file(), name
     rows = {r["row"] for r in json.loads((tmp_path / "result.json").read_text())["rows"]}
     assert {"fixed", "core", "seed 0/fixed"} <= rows
+
+
+@pytest.mark.slow
+def test_yaml_config_trains_through_the_cli(judge, tmp_path, monkeypatch, capsys):
+    """configs/core_video.yaml on the shipped tiny_video_flow, with a tiny LRM and pair set: one step and one refit."""
+    from visalign.cli import main
+
+    monkeypatch.chdir(ROOT)
+    save_pairs(pipeline().ranked_pairs(32, judge, torch.Generator().manual_seed(0)), tmp_path / "pairs.safetensors")
+    save_lrm(build_lrm(LatentRewardConfig(latent_shape=[3, 8, 16, 16], hidden=8, layers=1)), tmp_path / "lrm")
+    out = tmp_path / "run"
+    rc = main(["train", "configs/core_video.yaml", f"algorithm.lrm={tmp_path / 'lrm'}", f"algorithm.pairs={tmp_path / 'pairs.safetensors'}",
+               "algorithm.every=1", "algorithm.lrm_steps=1", "algorithm.num_samples=2", "algorithm.lrm_batch=4",
+               "trainer.steps=1", "trainer.eval_batch_size=2", f"trainer.output_dir={out}"])
+    assert rc == 0, capsys.readouterr().err
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert any("lrm/loss" in r for r in records) and any("eval/escape_knn" in r for r in records)
