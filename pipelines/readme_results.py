@@ -384,19 +384,21 @@ def _mean_sd(v: dict, key: str, digits: int | None = None, suffix: str = "", hid
     return text if sd < hide_sd_below else f"{text} ± {sd:.{digits}f}"
 
 
-def core_table(t: ResultTable, rows: dict[str, str]) -> str:
-    """The CoRe benchmark table: one line per arm (``rows``: arm -> its row name in ``t``), in CORE_ARMS order."""
+def core_table(t: ResultTable, rows: dict[str, str], one_seed: tuple[str, ...] = ()) -> str:
+    """The CoRe benchmark table: one line per arm (``rows``: arm -> its row name in ``t``), in CORE_ARMS order; arms in
+    ``one_seed`` ran on one seed (no SD, labelled so)."""
     lines = []
     for arm, label in CORE_ARMS.items():
         if arm not in rows:
             continue
-        v = t.row(rows[arm]).values
-        end, escape = _mean_sd(v, "judge_end"), _mean_sd(v, "escape_end_x", 2, "×")
+        v, hide = t.row(rows[arm]).values, (float("inf") if arm in one_seed else 0.0)
+        end, escape = _mean_sd(v, "judge_end", hide_sd_below=hide), _mean_sd(v, "escape_end_x", 2, "×", hide)
         if arm == "core":
             end, escape = f"**{end}**", f"**{escape}**"
-        rho = _mean_sd(v, "spearman_second_half", 2, hide_sd_below=0.05) if "spearman_second_half" in v else "—"
-        lines.append([label, _mean_sd(v, "lrm_gain_sd", 2), minus(f"{v['judge_base']:.3f}"), _mean_sd(v, "judge_peak", 3),
-                      end, escape, rho])
+        rho = (_mean_sd(v, "spearman_second_half", 2, hide_sd_below=max(hide, 0.05)) if "spearman_second_half" in v
+               else "—")
+        lines.append([label + (" (seed 0)" if arm in one_seed else ""), _mean_sd(v, "lrm_gain_sd", 2, hide_sd_below=hide),
+                      minus(f"{v['judge_base']:.3f}"), _mean_sd(v, "judge_peak", 3, hide_sd_below=hide), end, escape, rho])
     return table(["arm", "LRM gain (SD)", "judge base", "judge peak", "judge end", "escape end",
                   "Spearman(LRM, judge), 2nd half"], lines)
 
@@ -406,8 +408,9 @@ def core_images(t: ResultTable) -> str:
 
 
 def core_video(t: ResultTable) -> str:
-    """Claims run (fixed, CoRe) and ablations run, merged."""
-    return core_table(t, {arm: f"{'claims' if arm in ('fixed', 'core') else 'ablations'}/{arm}" for arm in CORE_ARMS})
+    """Claims run (fixed, CoRe; seeds 0-2) and ablations run (seed 0), merged."""
+    ablations = ("anchor_only", "generator_only", "oracle")
+    return core_table(t, {arm: f"{'ablations' if arm in ablations else 'claims'}/{arm}" for arm in CORE_ARMS}, ablations)
 
 
 # ---------------------------------------------------------------------------------------------------- pretraining
