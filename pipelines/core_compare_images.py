@@ -41,6 +41,7 @@ from visalign.toys.smooth_images import SmoothImages
 from visalign.trainer import Trainer
 
 ENERGY = "off_data_energy"
+RESULT = ("core_compare_images", "python pipelines/core_compare_images.py", "CoRe vs a fixed LRM on 8 px smooth images")
 
 
 def prepare(out: Path, args: argparse.Namespace) -> dict[str, str]:
@@ -105,12 +106,10 @@ def main(argv: list[str] | None = None) -> None:
     began = time.perf_counter()
     args, out = parse_benchmark_args(parser, argv)
 
-    def train(arm: str, seed: int, paths: dict[str, str]) -> list[dict[str, float]]:
-        return run_arm(arm, seed, paths, out, args, SmoothImageJudge(), Unconditional(), judge_parts(args.eval_batch))
-
-    run_benchmark(args, out, ENERGY, prepare, train, report, (sys.argv[1:] if argv is None else argv,
-                  "core_compare_images", "python pipelines/core_compare_images.py",
-                  "CoRe vs a fixed LRM on 8 px smooth images", began))
+    run_benchmark(args, out, ENERGY, prepare,
+                  lambda arm, seed, paths: run_arm(arm, seed, paths, out, args, SmoothImageJudge(), Unconditional(),
+                                                   lambda run: judge_parts(args.eval_batch)),
+                  report, (sys.argv[1:] if argv is None else argv, *RESULT, began))
 
 
 def report(results, curves, out: Path, args: argparse.Namespace) -> None:

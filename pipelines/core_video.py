@@ -41,6 +41,7 @@ from visalign.trainer.media import save_video
 ENERGY = "off_palette"
 BASE = Path(__file__).resolve().parents[1] / "assets" / "video" / "tiny_video_flow"
 SHOWN = 4  # clips per row of the samples picture
+RESULT = ("core_compare_video", "python pipelines/core_video.py", "CoRe vs a fixed LRM on the tiny video flow (16 px, 8 frames)")
 
 
 def ranked_pairs(n: int, judge: ShapesJudge, generator: torch.Generator) -> LatentPairs:
@@ -110,15 +111,11 @@ def main(argv: list[str] | None = None) -> None:
     began = time.perf_counter()
     args, out = parse_benchmark_args(parser, argv)
 
-    def train(arm: str, seed: int, paths: dict[str, str]) -> list[dict[str, float]]:
-        run = out / arm / f"seed{seed}"
-        run.mkdir(parents=True, exist_ok=True)
-        return run_arm(arm, seed, paths, out, args, ShapesJudgeReward(**vars(judge_config(args))), MovingShapesPrompts(),
-                       judge_parts(args.eval_batch, run, args.steps, judge_config(args)))
-
-    run_benchmark(args, out, ENERGY, prepare, train, report, (sys.argv[1:] if argv is None else argv,
-                  "core_compare_video", "python pipelines/core_video.py",
-                  "CoRe vs a fixed LRM on the tiny video flow (16 px, 8 frames)", began))
+    run_benchmark(args, out, ENERGY, prepare,
+                  lambda arm, seed, paths: run_arm(arm, seed, paths, out, args, ShapesJudgeReward(**vars(judge_config(args))),
+                                                   MovingShapesPrompts(), lambda run: judge_parts(args.eval_batch, run, args.steps,
+                                                                                                  judge_config(args))),
+                  report, (sys.argv[1:] if argv is None else argv, *RESULT, began))
 
 
 def report(results, curves, out: Path, args: argparse.Namespace) -> None:

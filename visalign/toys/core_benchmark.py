@@ -86,19 +86,21 @@ class JudgeParts(TrainerCallback):
 
 
 def run_arm(arm: str, seed: int, paths: dict[str, str], out: Path, args: argparse.Namespace, judge: Reward,
-            prompts: PromptSource, measure: Callable[[Trainer], dict[str, float]],
+            prompts: PromptSource, measure: Callable[[Path], Callable[[Trainer], dict[str, float]]],
             prompts_per_step: int = 1) -> History:
-    """Train ``arm`` from the base generator (``paths``: base, pairs, lrm) and return its evaluation records."""
+    """Train ``arm`` from the base generator (``paths``: base, pairs, lrm) in ``out/arm/seed{seed}`` and return its
+    evaluation records; ``measure(run_folder)`` gives the judge-parts measurement logged at each evaluation."""
     policy = load_generator(paths["base"])
     algorithm = CoRe(CoReConfig(lrm=paths["lrm"], pairs=paths["pairs"], refit=REFIT[arm], every=args.every,
                                 lrm_steps=args.lrm_steps, gen_weight=args.gen_weight,
                                 proximal=args.proximal, num_samples=args.batch, kl_weight=args.kl_weight,
                                 lrm_learning_rate=args.lrm_lr, anchor_weight=args.anchor_weight))
     run = out / arm / f"seed{seed}"
+    run.mkdir(parents=True, exist_ok=True)
     cfg = TrainerConfig(steps=args.steps, prompts_per_step=prompts_per_step, learning_rate=args.lr,
                         eval_every=args.eval_every, eval_batch_size=args.eval_batch, seed=seed, log_with=[],
                         progress=False, output_dir=str(run))
-    trainer = Trainer(policy, algorithm, judge, prompts, cfg, callbacks=[JudgeParts(run / "judge_parts.jsonl", measure)])
+    trainer = Trainer(policy, algorithm, judge, prompts, cfg, callbacks=[JudgeParts(run / "judge_parts.jsonl", measure(run))])
     trainer.train()
     return with_judge_parts([h for h in trainer.history if "eval/reward_mean" in h], run)
 
