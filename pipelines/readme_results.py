@@ -385,20 +385,39 @@ def _mean_sd(v: dict, key: str, digits: int | None = None, suffix: str = "", hid
     return text if sd < hide_sd_below else f"{text} ± {sd:.{digits}f}"
 
 
-def core_images(t: ResultTable) -> str:
-    """Every arm with μ = 3 (``mu=3/…`` rows), then CoRe with μ = 0 (``mu=0/core``), over the same 500 steps."""
+def core_table(t: ResultTable, rows: dict[str, str], one_seed: tuple[str, ...] = (),
+               extra: dict[str, tuple[str, str]] | None = None, labels: dict[str, str] | None = None) -> str:
+    """The CoRe benchmark table: one line per arm (``rows``: arm -> its row name in ``t``), in CORE_ARMS order; arms in
+    ``one_seed`` ran on one seed (no SD, labelled so); ``extra`` (arm -> (label, row name)) adds a line after that arm
+    (CoRe without the proximal term); ``labels`` replaces arms' default labels."""
     lines = []
-    arms = [(f"mu=3/{arm}", label.replace("**CoRe**", "**CoRe, μ = 3**")) for arm, label in CORE_ARMS.items()]
-    for key, label in arms[:2] + [("mu=0/core", "CoRe, μ = 0 (`--proximal 0`)")] + arms[2:]:
-        v = t.row(key).values
-        end, escape = _mean_sd(v, "judge_end"), _mean_sd(v, "escape_end_x", 2, "×")
-        if key == "mu=3/core":
+    order = [(arm, (labels or {}).get(arm, label), rows[arm]) for arm, label in CORE_ARMS.items() if arm in rows]
+    for arm, (label, row) in (extra or {}).items():
+        at = next(i for i, (a, _, _) in enumerate(order) if a == arm) + 1
+        order.insert(at, (f"{arm}/extra", label, row))
+    for arm, label, row in order:
+        v, hide = t.row(row).values, (float("inf") if arm in one_seed else 0.0)
+        end, escape = _mean_sd(v, "judge_end", hide_sd_below=hide), _mean_sd(v, "escape_end_x", 2, "×", hide)
+        if arm == "core":
             end, escape = f"**{end}**", f"**{escape}**"
-        rho = _mean_sd(v, "spearman_second_half", 2, hide_sd_below=0.05) if "spearman_second_half" in v else "—"
-        lines.append([label, _mean_sd(v, "lrm_gain_sd", 2), minus(f"{v['judge_base']:.3f}"), _mean_sd(v, "judge_peak", 3),
-                      end, escape, rho])
+        rho = (_mean_sd(v, "spearman_second_half", 2, hide_sd_below=max(hide, 0.05)) if "spearman_second_half" in v
+               else "—")
+        lines.append([label + (" (seed 0)" if arm in one_seed else ""), _mean_sd(v, "lrm_gain_sd", 2, hide_sd_below=hide),
+                      minus(f"{v['judge_base']:.3f}"), _mean_sd(v, "judge_peak", 3, hide_sd_below=hide), end, escape, rho])
     return table(["arm", "LRM gain (SD)", "judge base", "judge peak", "judge end", "escape end",
                   "Spearman(LRM, judge), 2nd half"], lines)
+
+
+def core_images(t: ResultTable) -> str:
+    """Every arm with μ = 3 (``mu=3/…`` rows), then CoRe with μ = 0 (``mu=0/core``) after CoRe, over the same 500 steps."""
+    return core_table(t, {arm: f"mu=3/{arm}" for arm in CORE_ARMS}, labels={"core": "**CoRe, μ = 3**"},
+                      extra={"core": ("CoRe, μ = 0 (`--proximal 0`)", "mu=0/core")})
+
+
+def core_video(t: ResultTable) -> str:
+    """Claims run (fixed, CoRe; seeds 0-2) and ablations run (seed 0), merged."""
+    ablations = ("anchor_only", "generator_only", "oracle")
+    return core_table(t, {arm: f"{'ablations' if arm in ablations else 'claims'}/{arm}" for arm in CORE_ARMS}, ablations)
 
 
 # ---------------------------------------------------------------------------------------------------- reflection
@@ -543,6 +562,7 @@ def ssl_probe(t: ResultTable) -> str:
 
 # ---------------------------------------------------------------------------------------------------- registry
 PY = "python"
+CORE_VIDEO = (PY, "pipelines/core_video.py", "--results", "{results}", "--out", "{out}", "--arms", "fixed", "core")
 COMPARE = (PY, "pipelines/vvr_compare.py", "--results", "{results}")
 FIT = ("--fit-tasks", "16", "--eval-draws", "32")
 
@@ -668,6 +688,14 @@ ENTRIES: tuple[Entry, ...] = (
           blocks={"pretrain_fresh": pretrain_metrics, "pretrain_fresh/steps": pretrain_steps},
           note="the tiny video and audio-video generators pretrained afresh on the moving-shapes world to the scripts' "
                "step caps (no wall-clock limit in effect); checkpoints go to the run folder, not assets/"),
+    Entry("core_compare_video",
+          (("claims", CORE_VIDEO), ("ablations", (*CORE_VIDEO[:-2], "anchor_only", "generator_only", "oracle", "--seeds", "0"))),
+          fast=False, blocks={"core_compare_video": core_video},
+          pictures={"run_0/curves.png": "assets/readme/core_video_curves.png",
+                    "run_0/samples.png": "assets/readme/core_video_samples.png",
+                    "run_0/samples.gif": "assets/readme/core_video_samples.gif"},
+          note="CoRe on the tiny video flow, 500 generator steps: fixed LRM and CoRe over seeds 0-2 (claims), then the "
+               "ablations on seed 0"),
 )
 
 
