@@ -259,7 +259,7 @@ class AVGRPO(Algorithm):
                 clipped.append(float(((ratio.detach() - 1).abs() > cfg.clip_range).float().mean()))
             if ref_cond is not None:
                 with torch.no_grad():
-                    old = part_transitions(ref, traj, k, ref_cond)
+                    old = part_transitions(ref, traj, k, ref_cond, slices=policy.latent_slices())
                 for m in kl_parts:
                     (mean, std), (ref_mean, _) = new[m], old[m]
                     kl = ((mean - ref_mean).float() ** 2).flatten(1).mean(1).mean() / (2 * std**2)
