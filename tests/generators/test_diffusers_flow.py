@@ -388,10 +388,14 @@ CONFIG_OVERRIDES = {  # the shipped configs shrunk to the tiny pipelines (path, 
     "diffusers_wan_lora": ("wan", ["generator.height=16", "generator.width=16", "generator.num_frames=5",
                                    "generator.num_steps=2", "algorithm.num_steps=2", "algorithm.sde_window=1",
                                    "algorithm.group_size=2"]),
+    "ltx2_av_grpo": ("ltx2", ["generator.height=32", "generator.width=32", "generator.num_frames=9", "generator.frame_rate=25.0",
+                              "generator.num_steps=2", "generator.use_cross_timestep=false", "algorithm.num_steps=2",
+                              "algorithm.group_size=2"]),
 }
 
 
-@pytest.mark.parametrize("name", list(CONFIG_OVERRIDES))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "ltx2_av_grpo" else n  # ~9 s
+                                  for n in CONFIG_OVERRIDES])
 def test_shipped_diffusers_config_trains_through_the_cli(name, saved_pipelines, tmp_path, capsys):
     import json
     from pathlib import Path
