@@ -141,7 +141,7 @@ def train(method: str, base_path: Path, prompts: list[str], args, out: Path):
     algo = build_algorithm({"name": "av_grpo", "mode": METHODS[method], "group_size": args.group, "num_steps": args.num_steps,
                             "steps_per_modality": args.steps_per_modality, "noise_video": args.noise_video,
                             "noise_audio": args.noise_audio, "kl_video": args.kl_video, "kl_audio": args.kl_audio,
-                            "order": args.order,
+                            "order": args.order, "reset_optimizer": not args.keep_optimizer,
                             **({"video_rewards": args.video_rewards} if args.video_rewards else {}),
                             **({"audio_rewards": args.audio_rewards} if args.audio_rewards else {})})
     cfg = TrainerConfig(steps=args.steps, prompts_per_step=args.prompts_per_step, learning_rate=args.lr, max_grad_norm=1.0,
@@ -174,6 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--steps-per-modality", type=int, default=4, help="AV-GRPO block length (a large value and --order "
                    "train one modality only)")
     p.add_argument("--order", nargs=2, default=["video", "audio"], help="AV-GRPO: the modality trained first")
+    p.add_argument("--keep-optimizer", action="store_true", help="AV-GRPO ablation: keep the AdamW state across "
+                   "modality switches (the method clears it)")
     p.add_argument("--video-rewards", nargs="+", default=None, help="video reward set (default: quality, alignment, desync)")
     p.add_argument("--audio-rewards", nargs="+", default=None, help="audio reward set (default: quality, alignment, desync)")
     p.add_argument("--prompts-per-step", type=int, default=2)

@@ -220,3 +220,32 @@ def test_shipped_config_trains_through_the_cli(tmp_path, monkeypatch, capsys):
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines() if line.strip()]
     assert [r["step"] for r in records if "loss" in r] == [1, 2]
     assert any("eval/av_desync" in r for r in records)
+
+
+def test_nan_advantage_on_one_rank_skips_the_step_and_switches_modality_on_both(tmp_path):
+    """2 CPU processes (gloo): rank 1 alone sees a NaN advantage at step 1; both ranks skip it (no parameter moves on
+    either), both switch to audio, and step 2 trains the audio tower on both."""
+    import json
+    from pathlib import Path
+
+    from tests.conftest import accelerate_launch
+
+    script = Path(__file__).parents[1] / "scripts" / "two_process_av_nan.py"
+    prefix = tmp_path / "av_nan"
+    proc = accelerate_launch(str(script), str(prefix), timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    ranks = [json.loads((tmp_path / f"av_nan.rank{r}.json").read_text()) for r in (0, 1)]
+    for result in ranks:
+        steps, audio = result["steps"], set(result["towers"]["audio"])
+        assert [s["trained"] for s in steps] == ["video", "video", "audio"]
+        assert steps[0]["moved"] and steps[0]["skipped"] == 0.0
+        assert steps[1]["skipped"] == 1.0 and steps[1]["moved"] == [] and steps[1]["modality_after"] == "audio"
+        assert steps[2]["moved"] and set(steps[2]["moved"]) <= audio
+    assert ranks[0]["steps"] == ranks[1]["steps"]
+
+
+def test_keeping_the_optimizer_across_switches_is_an_opt_out(tmp_path):
+    """reset_optimizer: false (an ablation; the method clears it) keeps the video tower's AdamW state into audio."""
+    model, _, rec = train(tmp_path, steps=3, reset_optimizer=False)
+    n_video, n_audio = (len(list(model.tower_parameters(m))) for m in ("video", "audio"))
+    assert rec.state == [[1, n_video], [2, n_video], [1, 2, n_video + n_audio]]

@@ -388,10 +388,14 @@ CONFIG_OVERRIDES = {  # the shipped configs shrunk to the tiny pipelines (path, 
     "diffusers_wan_lora": ("wan", ["generator.height=16", "generator.width=16", "generator.num_frames=5",
                                    "generator.num_steps=2", "algorithm.num_steps=2", "algorithm.sde_window=1",
                                    "algorithm.group_size=2"]),
+    "ltx2_av_grpo": ("ltx2", ["generator.height=32", "generator.width=32", "generator.num_frames=9", "generator.frame_rate=25.0",
+                              "generator.num_steps=2", "generator.use_cross_timestep=false", "algorithm.num_steps=2",
+                              "algorithm.group_size=2"]),
 }
 
 
-@pytest.mark.parametrize("name", list(CONFIG_OVERRIDES))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "ltx2_av_grpo" else n  # ~9 s
+                                  for n in CONFIG_OVERRIDES])
 def test_shipped_diffusers_config_trains_through_the_cli(name, saved_pipelines, tmp_path, capsys):
     import json
     from pathlib import Path
@@ -467,3 +471,47 @@ def test_ltx2_audio_video_matches_the_pipeline_and_trains(tmp_path):
     fresh.load_lora_weights(str(tmp_path))
     plain = adapter("ltx2", pipeline=fresh)
     torch.testing.assert_close(plain.sample_latents(noise, plain.encode(PROMPTS)).detach(), trained, rtol=0, atol=1e-5)
+
+
+class _ModalityMeans(Reward):
+    """Mean video intensity plus mean audio amplitude, with each as a labelled component (AV-GRPO's reward sets)."""
+
+    def __init__(self):
+        self.last: dict[str, torch.Tensor] = {}
+
+    def __call__(self, samples, prompts, metadata):
+        self.last = {"video_mean": samples["video"].flatten(1).mean(1), "audio_mean": samples["audio"].flatten(1).abs().mean(1)}
+        return self.last["video_mean"] + self.last["audio_mean"]
+
+    def components(self):
+        return dict(self.last)
+
+
+def test_ltx2_av_grpo_step_moves_only_the_trained_tower():
+    """One AV-GRPO step on the video tower, then one on the audio tower, of the tiny random LTX-2 pipeline with a
+    LoRA: the tower partition covers every trainable weight exactly once, and each step moves only its tower."""
+    from visalign.algorithms.av_grpo import AVGRPO, AVGRPOConfig, modality_partition
+
+    gen = adapter("ltx2", lora_rank=2)
+    trainable = {n for n, p in gen.trainable_module().named_parameters() if p.requires_grad}
+    parts = {m: modality_partition(gen, m)[0] & trainable for m in ("video", "audio")}
+    assert parts["video"] and parts["audio"] and not parts["video"] & parts["audio"]
+    assert parts["video"] | parts["audio"] == trainable
+    algo = AVGRPO(AVGRPOConfig(group_size=2, num_steps=2, steps_per_modality=1, video_rewards=["video_mean"],
+                               audio_rewards=["audio_mean"]))
+    ctx = TrainContext(gen, gen.frozen_copy(), _ModalityMeans(), torch.device("cpu"))
+    algo.setup(ctx)
+    for modality in ("video", "audio"):
+        assert algo.modality == modality
+        rollout = algo.rollout(ctx, PromptBatch(PROMPTS[:1]), _seeded(3))
+        plan = algo.update_plan(ctx, [rollout])
+        assert plan.reset_optimizer and not plan.skip and plan.frozen & trainable == parts["video" if modality == "audio" else "audio"]
+        params = {n: p for n, p in gen.trainable_module().named_parameters() if n in parts[modality]}
+        before = {n: p.detach().clone() for n, p in gen.trainable_module().named_parameters() if n in trainable}
+        loss, metrics = algo.loss(ctx, rollout)
+        assert torch.isfinite(loss) and metrics["av_grpo/ratio"] == pytest.approx(1.0, abs=1e-5)
+        loss.backward()
+        torch.optim.Adam(params.values(), lr=1e-2).step()
+        gen.trainable_module().zero_grad(set_to_none=True)
+        moved = {n for n, p in gen.trainable_module().named_parameters() if n in trainable and not torch.equal(p, before[n])}
+        assert moved and moved <= parts[modality], (modality, sorted(moved - parts[modality])[:5])

@@ -57,6 +57,8 @@ class AVGRPOConfig:
                               factory=lambda: ["video", "audio"])
     steps_per_modality: int = option(4, "optimizer steps (fresh rollouts each) before switching modality (anchored)")
     same_prompts: bool = option(True, "later modalities of a cycle reuse the first modality's prompts, in order (anchored)")
+    reset_optimizer: bool = option(True, "anchored: clear the AdamW state at every modality switch (the method's rule); "
+                                         "false keeps it (an ablation)")
     train_shared: bool = option(False, "anchored: also update the parameters that belong to no tower")
     tower_patterns: dict[str, list[str]] | None = option(None, "regexes over parameter names per modality (cross-"
                                                                "attention into a modality belongs to it); null: the model's")
@@ -178,7 +180,7 @@ class AVGRPO(Algorithm):
             return UpdatePlan(skip=bad)
         model = require_av_model(ctx.policy)
         _, frozen = modality_partition(model, self.modality, self.config.tower_patterns, self.config.train_shared)
-        plan = UpdatePlan(frozen=frozen, reset_optimizer=self.block_step == 0, skip=bad)
+        plan = UpdatePlan(frozen=frozen, reset_optimizer=self.config.reset_optimizer and self.block_step == 0, skip=bad)
         self.block_step += 1
         if bad or self.block_step == self.config.steps_per_modality:
             self._switch()
@@ -257,7 +259,7 @@ class AVGRPO(Algorithm):
                 clipped.append(float(((ratio.detach() - 1).abs() > cfg.clip_range).float().mean()))
             if ref_cond is not None:
                 with torch.no_grad():
-                    old = part_transitions(ref, traj, k, ref_cond)
+                    old = part_transitions(ref, traj, k, ref_cond, slices=policy.latent_slices())
                 for m in kl_parts:
                     (mean, std), (ref_mean, _) = new[m], old[m]
                     kl = ((mean - ref_mean).float() ** 2).flatten(1).mean(1).mean() / (2 * std**2)

@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from ..core.audio_video import AudioVideoFlowModel
-from ..core.flow import gaussian_log_prob, sde_step_stats
+from ..core.flow import FlowModel, gaussian_log_prob, sde_step_stats
 
 BEHAVIOURS = ("sde", "ode", "locked")
 
@@ -101,13 +101,15 @@ def sample_av(model: AudioVideoFlowModel, noise: torch.Tensor, cond: Any, behavi
                         cond, dict(behaviours))
 
 
-def part_transitions(model: AudioVideoFlowModel, traj: AVTrajectory, step: int, cond: Any = None
-                     ) -> dict[str, tuple[torch.Tensor, float]]:
+def part_transitions(model: FlowModel, traj: AVTrajectory, step: int, cond: Any = None,
+                     slices: dict[str, slice] | None = None) -> dict[str, tuple[torch.Tensor, float]]:
     """(mean, std) of step ``step`` of each SDE modality part under the current weights, the velocity computed on
-    the recorded joint state (the locked partner included); differentiable through the velocity."""
+    the recorded joint state (the locked partner included); differentiable through the velocity. ``slices``: the
+    modality parts of the latent (default: ``model.latent_slices()``; give the policy's for a plain-FlowModel
+    reference such as a LoRA adapter's base weights)."""
     x = traj.latents[:, step]
     v = model.velocity(x, model.time(float(traj.sigmas[step]), x), traj.cond if cond is None else cond)
-    slices = model.latent_slices()
+    slices = model.latent_slices() if slices is None else slices
     return {m: _step_stats(model, x[:, slices[m]], v[:, slices[m]], traj.sigmas, step, traj.noise_levels[m][step])
             for m in traj.sde_modalities}
 
