@@ -73,13 +73,16 @@ def test_cache_is_keyed_by_prompt_and_matches_fresh_encoding(bert_dir):
     gen = small(TinyOneStepGenerator, bert_dir).eval()
     enc = gen.backbone.text_encoder
     states, pooled = enc.frozen_features([PROMPTS[1], PROMPTS[0], PROMPTS[1]])
-    fresh_states, fresh_pooled = enc._encode_frozen([PROMPTS[0], PROMPTS[1]])
+    fresh_states, fresh_pooled, _ = enc._encode_frozen([PROMPTS[0], PROMPTS[1]])
     assert torch.allclose(states[1], fresh_states[0], atol=1e-6) and torch.allclose(pooled[0], fresh_pooled[1], atol=1e-6)
     assert not torch.allclose(pooled[0], pooled[1])
     assert (states[1, 6:] == 0).all()  # padding positions after "[CLS] a red circle [SEP]" are zeroed
+    other = small(TinyFlowGenerator, bert_dir)
+    assert other.backbone.text_encoder._frozen is enc._frozen  # one frozen model (and cache) per folder
     gen.to(torch.float64)
-    assert not enc._cache and enc._frozen.model.dtype == torch.float64
+    assert not enc._frozen.cache and enc._frozen.model.dtype == torch.float64
     assert gen.sample(PROMPTS).dtype == torch.float64
+    gen.to(torch.float32)
 
 
 def test_lora_trains_only_the_adapter(bert_dir):

@@ -43,14 +43,31 @@ def resolve_text_encoder_path(name_or_path: str) -> Path:
     return path
 
 
-class _Shared:
-    """Holds the frozen transformer unregistered; deep copies (reference models) share it instead of copying it."""
+class _Frozen:
+    """A loaded frozen transformer + tokenizer and its per-prompt output cache, held unregistered. One per model
+    folder in a process (policy, student and reference generators share it); deep copies share it too."""
 
-    def __init__(self, model: nn.Module, tokenizer: Any) -> None:
-        self.model, self.tokenizer = model, tokenizer
+    def __init__(self, path: Path, cache_size: int) -> None:
+        from transformers import AutoModel, AutoTokenizer
 
-    def __deepcopy__(self, memo: dict) -> "_Shared":
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        self.model = AutoModel.from_pretrained(str(path)).eval().requires_grad_(False)
+        self.tokenizer = AutoTokenizer.from_pretrained(str(path))
+        self.cache: OrderedDict[tuple[int, str], tuple[torch.Tensor, torch.Tensor]] = OrderedDict()
+        self.cache_size = cache_size
+
+    def __deepcopy__(self, memo: dict) -> "_Frozen":
         return self
+
+
+_LOADED: dict[Path, _Frozen] = {}
+
+
+def _frozen_encoder(path: Path, cache_size: int) -> _Frozen:
+    key = path.resolve()
+    if key not in _LOADED:
+        _LOADED[key] = _Frozen(key, cache_size)
+    return _LOADED[key]
 
 
 class PretrainedTextEncoder(nn.Module):
@@ -58,24 +75,17 @@ class PretrainedTextEncoder(nn.Module):
     ``[B, max_length, hidden]`` (padding positions zeroed before the projection) and a masked-mean pooled vector
     ``[B, hidden]``, each through its own trainable ``nn.Linear`` to ``hidden``.
 
-    Frozen outputs are cached per prompt text (at most ``cache_size`` prompts; the cache is cleared when the module
+    The frozen model is loaded once per folder per process and shared. Its outputs are cached per prompt text (and
+    ``max_length``), token states without their padding (at most ``cache_size`` prompts; cleared when the module
     changes device or dtype)."""
 
-    def __init__(self, name_or_path: str, hidden: int, max_length: int, cache_size: int = 8192) -> None:
+    def __init__(self, name_or_path: str, hidden: int, max_length: int, cache_size: int = 16384) -> None:
         super().__init__()
-        from transformers import AutoModel, AutoTokenizer
-
-        path = resolve_text_encoder_path(name_or_path)
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        model = AutoModel.from_pretrained(str(path)).eval().requires_grad_(False)
-        tokenizer = AutoTokenizer.from_pretrained(str(path))
-        self._frozen = _Shared(model, tokenizer)
+        self._frozen = _frozen_encoder(resolve_text_encoder_path(name_or_path), cache_size)
         self.max_length = max_length
-        width = model.config.hidden_size
+        width = self._frozen.model.config.hidden_size
         self.states_proj = nn.Linear(width, hidden)
         self.pooled_proj = nn.Linear(width, hidden)
-        self._cache: OrderedDict[str, tuple[torch.Tensor, torch.Tensor]] = OrderedDict()
-        self.cache_size = cache_size
 
     @property
     def hidden_size(self) -> int:
@@ -87,7 +97,7 @@ class PretrainedTextEncoder(nn.Module):
 
     def _apply(self, fn: Callable, recurse: bool = True) -> "PretrainedTextEncoder":
         self._frozen.model._apply(fn)
-        self._cache.clear()
+        self._frozen.cache.clear()
         return super()._apply(fn, recurse)
 
     def train(self, mode: bool = True) -> "PretrainedTextEncoder":
@@ -96,7 +106,7 @@ class PretrainedTextEncoder(nn.Module):
         return self
 
     @torch.no_grad()
-    def _encode_frozen(self, prompts: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
+    def _encode_frozen(self, prompts: list[str]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         model, tok = self._frozen.model, self._frozen.tokenizer
         device = model.get_input_embeddings().weight.device
         batch = tok(prompts, padding="max_length", truncation=True, max_length=self.max_length, return_tensors="pt")
@@ -105,21 +115,33 @@ class PretrainedTextEncoder(nn.Module):
         m = mask.unsqueeze(-1).to(states.dtype)
         states = states * m
         pooled = states.sum(1) / m.sum(1).clamp_min(1.0)
-        return states, pooled
+        return states, pooled, mask.sum(1)
 
     def frozen_features(self, prompts: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
         """The frozen encoder's ``(states, pooled)`` for ``prompts`` (no grad), computed once per distinct prompt."""
-        missing = list(dict.fromkeys(p for p in prompts if p not in self._cache))
+        cache, n = self._frozen.cache, self.max_length
+        missing = list(dict.fromkeys(p for p in prompts if (n, p) not in cache))
         if missing:
-            states, pooled = self._encode_frozen(missing)
+            states, pooled, lengths = self._encode_frozen(missing)
             for i, p in enumerate(missing):
-                self._cache[p] = (states[i], pooled[i])
+                cache[n, p] = (states[i, : int(lengths[i])].clone(), pooled[i])
         for p in prompts:
-            self._cache.move_to_end(p)
-        out = [self._cache[p] for p in prompts]
-        while len(self._cache) > self.cache_size:
-            self._cache.popitem(last=False)
-        return torch.stack([s for s, _ in out]), torch.stack([q for _, q in out])
+            cache.move_to_end((n, p))
+        out = [cache[n, p] for p in prompts]
+        while len(cache) > self._frozen.cache_size:
+            cache.popitem(last=False)
+        padded = out[0][0].new_zeros(len(out), self.max_length, out[0][0].shape[-1])
+        for i, (s, _) in enumerate(out):
+            padded[i, : s.shape[0]] = s
+        return padded, torch.stack([q for _, q in out])
+
+    def warm_cache(self, prompts: Sequence[str], batch: int = 256) -> None:
+        """Encode the distinct ``prompts`` now (e.g. a training pool, before a timed run)."""
+        from tqdm import tqdm
+
+        distinct = list(dict.fromkeys(prompts))
+        for i in tqdm(range(0, len(distinct), batch), desc="encode prompts", leave=False):
+            self.frozen_features(distinct[i:i + batch])
 
     def forward(self, prompts: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
         states, pooled = self.frozen_features(list(prompts))
