@@ -101,7 +101,6 @@ def test_bad_config_and_missing_encoder_are_clear_errors(bert_dir, tmp_path):
         TinyFlowConfig(text_encoder="pretrained")
     with pytest.raises(FileNotFoundError, match="no Hugging Face model folder"):
         small(TinyFlowGenerator, tmp_path / "nowhere")
-    gen = small(TinyFlowGenerator, bert_dir)
     moved = tmp_path / "bert_moved"
     import shutil
 
