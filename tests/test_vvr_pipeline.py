@@ -209,3 +209,24 @@ def test_pretrain_script_writes_both_checkpoints_and_metrics(tmp_path: Path, pai
     else:
         assert "bench_per_bin" not in metrics
     assert (tmp_path / "grids" / "one_step_samples.png").is_file() and (tmp_path / "grids" / "flow_samples.png").is_file()
+
+
+def test_pretrain_script_with_a_frozen_pretrained_text_encoder(tmp_path: Path) -> None:
+    """``--text-encoder FOLDER``: both checkpoints record the folder, hold no encoder weights, and load again."""
+    from safetensors import safe_open
+    from transformers import BertConfig, BertModel, BertTokenizer
+
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "red", "blue", "circle", "square", "left", "of"]
+    BertTokenizer(vocab={w: i for i, w in enumerate(words)}).save_pretrained(tmp_path / "bert")
+    BertModel(BertConfig(vocab_size=len(words), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                         intermediate_size=32, max_position_embeddings=96)).save_pretrained(tmp_path / "bert")
+    rc = _pipeline("vvr_pretrain").main([
+        "--text-encoder", str(tmp_path / "bert"), "--bench-per-bin", "0", "--assets", str(tmp_path / "assets"),
+        "--out", str(tmp_path / "grids"), "--pool", "16", "--flow-steps", "2", "--distill-steps", "2",
+        "--distill-pairs", "8", "--batch", "4", "--eval-n", "4"])
+    assert rc == 0
+    for name in ("tiny_flow_vvr2", "tiny_one_step_vvr2"):
+        gen = load_generator(tmp_path / "assets" / name)
+        assert gen.config.text_encoder == "pretrained" and gen.config.text_encoder_path == str(tmp_path / "bert")
+        with safe_open(str(tmp_path / "assets" / name / "model.safetensors"), "pt") as f:
+            assert not any("encoder.layer" in k or "word_embeddings" in k for k in f.keys())

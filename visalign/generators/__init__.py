@@ -3,6 +3,7 @@ from .diffusers_flow import (DiffusersFlowConfig, DiffusersFlowModel, FluxFlowMo
                              SanaSprintFlowModel, SD3FlowModel, WanFlowModel)
 from .diffusers_pipeline import DiffusersConfig, DiffusersPipelineGenerator, LoraReference, load_pipeline
 from .lora import LoraOptions
+from .pretrained_text import PretrainedTextEncoder, resolve_text_encoder_path
 from .text_encoder import HashingWordTokenizer, TinyTextEncoder
 from .tiny import (TinyFlowConfig, TinyFlowGenerator, TinyFlowReference, TinyImageConfig, TinyOneStepConfig,
                    TinyOneStepGenerator, TinyOneStepReference)
@@ -16,6 +17,8 @@ __all__ = [
     "ToyOneStepGenerator",
     "HashingWordTokenizer",
     "TinyTextEncoder",
+    "PretrainedTextEncoder",
+    "resolve_text_encoder_path",
     "TinyImageConfig",
     "TinyOneStepConfig",
     "TinyFlowConfig",

