@@ -2,6 +2,7 @@
 reward, the waveform under the frames for audio-video), animated GIFs (Pillow) and WAV files (stdlib ``wave``)."""
 from __future__ import annotations
 
+import math
 import wave
 from pathlib import Path
 from typing import Sequence
@@ -74,8 +75,8 @@ def captioned_grid(images: Sequence[np.ndarray], prompts: Sequence[str] | None =
                    rewards: Sequence[float] | None = None, cols: int | None = None, tile: int = 160,
                    max_lines: int = 5) -> Image.Image:
     """Image grid with each image's prompt and reward written under it (images upscaled, nearest, to ``tile`` px
-    wide; long prompts wrap and end in "…" after ``max_lines`` lines)."""
-    cols = cols or min(len(images), 4)
+    wide; long prompts wrap and end in "…" after ``max_lines`` lines; 4 images per row, up to 8 for large grids)."""
+    cols = cols or min(len(images), max(4, min(8, math.ceil(math.sqrt(len(images))))))  # 4 per row, up to 8 for many
     rows = -(-len(images) // cols)
     font, pad = _font(10), 6
     line_h = 12
