@@ -8,7 +8,6 @@ always in eval mode and run without grad. ``.to(device / dtype)`` moves it with 
 from __future__ import annotations
 
 import importlib
-import os
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -50,9 +49,8 @@ class _Frozen:
     def __init__(self, path: Path, cache_size: int) -> None:
         from transformers import AutoModel, AutoTokenizer
 
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        self.model = AutoModel.from_pretrained(str(path)).eval().requires_grad_(False)
-        self.tokenizer = AutoTokenizer.from_pretrained(str(path))
+        self.model = AutoModel.from_pretrained(str(path), local_files_only=True).eval().requires_grad_(False)
+        self.tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
         self.cache: OrderedDict[tuple[int, str], tuple[torch.Tensor, torch.Tensor]] = OrderedDict()
         self.cache_size = cache_size
 
