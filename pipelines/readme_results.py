@@ -44,6 +44,12 @@ def minus(text: str) -> str:
     return text.replace("-", "−")
 
 
+def decimals(x: float, digits: int) -> str:
+    """``x`` to ``digits`` decimals with a typographic minus, unsigned when it rounds to zero."""
+    text = f"{x:.{digits}f}"
+    return minus(text[1:] if text.startswith("-") and float(text) == 0 else text)
+
+
 def pct(p: float, digits: int = 1) -> str:
     return "0%" if p == 0 else f"{100 * p:.{digits}f}%"
 
@@ -327,7 +333,7 @@ POEM_TEXT_FITS = {"rewards": "rewards", "log_ratios": "log-ratios"}
 def _coef_cell(c: float) -> str:
     """An exact zero (a reward fit on its own basis) as ``0``, anything else to two decimals (no sign on a value that
     rounds to zero)."""
-    return "0" if round(c, 4) == 0 else minus(f"{c:.2f}".replace("-0.00", "0.00"))
+    return "0" if round(c, 4) == 0 else decimals(c, 2)
 
 
 def poem_text(t: ResultTable) -> str:
@@ -355,7 +361,7 @@ def poem_flow(t: ResultTable) -> str:
     for key, label in POEM_FLOW_REWARDS.items():
         r = t.row(f"seed=0/{key}")
         v = r.values
-        share = minus(f"{v['share_of_direct_gain']:.2f}".replace("-0.00", "0.00"))
+        share = decimals(v["share_of_direct_gain"], 2)
         lines.append([label, f"{v['coverage']:.3f}", ", ".join(_coef_cell(c) for c in r.info["coef"]),
                       minus(f"{v['E_ref']:.3f} → {v['E_direct']:.3f}"), minus(f"{v['E_poem']:.3f}"), f"**{share}**"])
     return table(["new reward", "coverage", "ĉ (brightness, redness, com-x, contrast)", "E_ref → E_direct", "PoEM",

@@ -93,10 +93,7 @@ def systematic_resample(weights: torch.Tensor, n: int, generator: torch.Generato
 def squared_cost(source: torch.Tensor, target: torch.Tensor, layout: BlockLayout | None = None) -> torch.Tensor:
     """C_ij = ‖s_i − t_j‖² (float64); with a block ``layout`` C_ij = Σ_b w_b·‖s_ib − t_jb‖² (per-block mean square
     for a :class:`~visalign.core.features.BlockFeatures` space)."""
-    if layout is not None:
-        return layout.cost(source, target)
-    s, t = source.detach().double().flatten(1), target.detach().double().flatten(1)
-    return torch.cdist(s, t).pow(2)
+    return (layout or BlockLayout.single(source.flatten(1).shape[1])).cost(source, target)
 
 
 def transport_plan(
