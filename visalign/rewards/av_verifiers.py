@@ -53,15 +53,17 @@ def parse_asks(prompt: str, metadata: dict, default_events: int) -> Asks:
 
 
 def av_parts(samples: Samples, reward: str) -> tuple[torch.Tensor, torch.Tensor, int]:
-    """(frames ``B×T×3×H×W`` in [0, 1], audio ``B×C×L``, sample rate) of audio-video samples, detached."""
+    """(frames ``B×T×3×H×W`` in [0, 1], audio ``B×C×L``, sample rate) of audio-video samples, detached, float32, on the
+    samples' device (the verifiers run there: at LTX-2 size a clip is 121×512×768 pixels)."""
     require_modality(samples, ("audio_video",), reward)
-    return frames_of(samples, reward).detach(), samples["audio"].detach().float(), int(samples["sample_rate"])
+    return frames_of(samples, reward).detach().float(), samples["audio"].detach().float(), int(samples["sample_rate"])
 
 
 def main_axis_track(frames: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(track ``B×T×2`` (x, y) as a fraction of the frame, axis ``B`` of larger variance, position along it ``B×T``)."""
     h, w = frames.shape[-2:]
-    track = object_track(frames) / torch.tensor([max(w - 1, 1), max(h - 1, 1)], dtype=frames.dtype)
+    track = object_track(frames) / torch.tensor([max(w - 1, 1), max(h - 1, 1)], dtype=frames.dtype,
+                                                  device=frames.device)
     axis = track.var(1).argmax(1)
     return track, axis, track.gather(2, axis.view(-1, 1, 1).expand(-1, track.shape[1], 1)).squeeze(2)
 
@@ -89,8 +91,8 @@ def triangle_fit(position: torch.Tensor, period: int, phases_per_frame: int = 4)
     """(``B`` RMS residual, ``B`` phase φ in frames) of the best least-squares fit ``a + b·tri((k + φ) / period)``
     over a grid of ``phases_per_frame`` phases per frame (tri: 0 -> 1 -> 0 over one period)."""
     t = position.shape[1]
-    k = torch.arange(t, dtype=position.dtype)
-    phi = torch.arange(period * phases_per_frame, dtype=position.dtype) / phases_per_frame
+    k = torch.arange(t, dtype=position.dtype, device=position.device)
+    phi = torch.arange(period * phases_per_frame, dtype=position.dtype, device=position.device) / phases_per_frame
     u = ((k[None] + phi[:, None]) % period) / period  # Φ×T in [0, 1)
     basis = 1 - (2 * u - 1).abs()
     design = torch.stack([torch.ones_like(basis), basis], dim=2)  # Φ×T×2
@@ -104,7 +106,7 @@ def contact_train(phase: torch.Tensor, frames: int, period: int, windows_per_fra
     """``B×(frames·windows_per_frame)``: 1 in the window of each wall contact of the fitted motion (times
     ``m·period/2 − φ`` frames), 0 elsewhere."""
     n = frames * windows_per_frame
-    out = torch.zeros(phase.shape[0], n)
+    out = torch.zeros(phase.shape[0], n, device=phase.device)
     half = period / 2
     for i, phi in enumerate(phase.tolist()):
         m = 0
@@ -124,7 +126,7 @@ def lag_frames(video: torch.Tensor, onsets: torch.Tensor, windows_per_frame: int
     lags = [0] + [s * i for i in range(1, max_lag + 1) for s in (1, -1)]
     scores = torch.stack([(z[0][:, : n - g] * z[1][:, g:]).mean(1) if g >= 0 else (z[0][:, -g:] * z[1][:, : n + g]).mean(1)
                           for g in lags], dim=1)
-    return torch.tensor(lags, dtype=video.dtype)[scores.argmax(1)] / windows_per_frame
+    return torch.tensor(lags, dtype=video.dtype, device=video.device)[scores.argmax(1)] / windows_per_frame
 
 
 def dominant_frequency(audio: torch.Tensor, sample_rate: int) -> torch.Tensor:
