@@ -42,6 +42,61 @@ def test_readme_blocks_equal_what_their_result_files_render():
     assert not problems, "\n".join(problems) + "\n(pipelines/reproduce.py --render rewrites them)"
 
 
+# Decimal figures in README prose (outside results blocks) that no stored result file holds, by section: each is a
+# one-off run or a constant, named here with where it comes from, so that a new hand-written figure, or a listed one
+# whose stored value moved, fails the test below instead of drifting silently.
+UNTRACED_FIGURES = {
+    "VVR: verifiable visual rewards": {
+        "99.33": "python -m visalign.vvr.robustness: pass-rate range of generator-like renders (no result file)",
+        "13.3": "python -m visalign.vvr.throughput with the clip extra (open_clip ViT-B-32), measured in the clip venv",
+    },
+    "Methods on VVR images (work in progress)": {
+        "0.0007": "same-budget MiniLM pilot of vvr_pretrain.py (one run, its command in the text)",
+        "0.128": "one-off RWTD probes on VVR v1 (vvr_compare.py with the overrides named in the text)",
+        "0.461": "one-off RWTD probes on VVR v1",
+        "0.473": "one-off RWTD probes on VVR v1",
+        "0.512": "one-off RWTD probes on VVR v1",
+        "0.449": "one-off RWTD probes on VVR v1",
+    },
+    "Latent reward models and CoRe (tiny images and video)": {
+        "0.926": "core_compare_images.py prints the standalone LRM's pair accuracy; the result file does not store it",
+    },
+    "Real-size check on a GPU": {"11.9": "FLUX.1 [dev] parameters (billions), asserted by tests/test_real_size.py"},
+    "Audio-video: modality-anchored GRPO (AV-GRPO)": {
+        f: "AV-GRPO video-quality investigation: av_compare.py variants run once each, commands in the text"
+        for f in ("-0.0155", "0.0012", "-0.0093", "-0.0095", "-0.0091", "-0.0064", "-0.0089", "-0.0097", "-0.0069",
+                  "-0.0042", "0.0009")
+    },
+    "Rewards": {"0.102": "visalign bench ocr: shuffled-prompt score (printed, no result file)"},
+}
+
+
+def test_prose_figures_trace_to_stored_results_or_are_listed():
+    """Every decimal in README prose is a stored value at its printed precision (see ``traces_to``) or listed above."""
+    from visalign.results.readme import prose_figures, stored_values, traces_to
+
+    values = stored_values(reproduce.stored_tables().values())
+    found = [(section, line, figure) for section, line, figure in prose_figures(registry.README.read_text())
+             if not traces_to(figure, values)]
+    unlisted = [f"line {line} ({section}): {figure}" for section, line, figure in found
+                if figure not in UNTRACED_FIGURES.get(section, {})]
+    assert not unlisted, ("README figures outside results blocks that no stored result holds (a moved result, or a "
+                          "hand-written number: put it behind a reproduce entry, or list it with its source):\n"
+                          + "\n".join(unlisted))
+    stale = [(section, figure) for section, figures in UNTRACED_FIGURES.items() for figure in figures
+             if all((s, f) != (section, figure) for s, _, f in found)]
+    assert not stale, f"listed as untraced but now traced or gone (remove them from UNTRACED_FIGURES): {stale}"
+
+
+def test_a_hand_written_prose_figure_is_caught_with_its_line():
+    from visalign.results.readme import prose_figures, stored_values, traces_to
+
+    values = stored_values(reproduce.stored_tables().values())
+    text = "## Toys\n\nThe tilt reaches 0.98765 here, `lr 0.123` is code, and " \
+           "<!-- results:x -->0.55555<!-- /results --> is a block.\n"
+    assert [f for f in prose_figures(text) if not traces_to(f[2], values)] == [("Toys", 3, "0.98765")]
+
+
 def test_a_changed_readme_number_is_caught_by_block_name():
     text = registry.README.read_text()
     block = reproduce.rendered_blocks(reproduce.stored_tables())["toy_tilt/lambda"]

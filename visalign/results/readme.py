@@ -45,3 +45,52 @@ def replace_blocks(text: str, rendered: dict[str, str]) -> str:
         return f"<!-- results:{name} -->{new}<!-- /results -->"
 
     return BLOCK.sub(sub, text)
+
+
+FIGURE = re.compile(r"(?<![\w.·×:])[−-]?\d+\.\d+(?![\w.])")
+CODE_SPAN = re.compile(r"`[^`\n]*`")
+
+
+def prose_figures(text: str) -> list[tuple[str, int, str]]:
+    """``(section heading, line number, figure)`` for every decimal figure of the README outside results blocks and
+    code spans: the hand-written numbers a rerun cannot rewrite."""
+    outside = BLOCK.sub(lambda m: "\n" * m.group(0).count("\n"), text)
+    figures, section = [], ""
+    for number, line in enumerate(outside.splitlines(), 1):
+        if line.startswith("#"):
+            section = line.lstrip("#").strip()
+            continue
+        for token in FIGURE.findall(CODE_SPAN.sub("", line)):
+            figures.append((section, number, token.replace("−", "-")))
+    return figures
+
+
+def stored_values(tables) -> set[float]:
+    """Every number held by the result tables (values, standard errors, info), for :func:`traces_to`."""
+    found: set[float] = set()
+
+    def walk(x) -> None:
+        if isinstance(x, bool):
+            return
+        if isinstance(x, (int, float)):
+            found.add(float(x))
+        elif isinstance(x, dict):
+            for v in x.values():
+                walk(v)
+        elif isinstance(x, (list, tuple)):
+            for v in x:
+                walk(v)
+
+    for table in tables:
+        for row in table.rows:
+            walk([row.values, row.se, row.info])
+    return found
+
+
+def traces_to(figure: str, values: set[float]) -> bool:
+    """Whether ``figure`` is some stored value (or its negative, or it as a percentage) printed at the figure's
+    precision. Lenient by design: a short figure such as 0.5 may match by chance; a figure that moved with a rerun
+    (a stored value changed) no longer matches."""
+    decimals = len(figure.split(".")[1])
+    target = abs(float(figure))
+    return any(round(abs(v) * scale, decimals) == target for v in values for scale in (1.0, 100.0))
