@@ -115,49 +115,10 @@ def build_tiny_wan_pipeline(expand_timesteps: bool = False):
 
 def build_tiny_ltx2_pipeline():
     """LTX-2 audio-video: tiny Gemma-3 (text + a tiny vision tower it never uses), connectors, joint transformer,
-    video VAE, audio VAE and vocoder."""
-    from diffusers import (AutoencoderKLLTX2Audio, AutoencoderKLLTX2Video, FlowMatchEulerDiscreteScheduler, LTX2Pipeline,
-                           LTX2VideoTransformer3DModel)
-    from diffusers.pipelines.ltx2 import LTX2TextConnectors
-    from diffusers.pipelines.ltx2.vocoder import LTX2Vocoder
-    from transformers import Gemma3Config, Gemma3ForConditionalGeneration
+    video VAE, audio VAE and vocoder (the real-size check's tiny variant)."""
+    from visalign.benchmarks.real_size import build_real_size
 
-    tok = _tiny_clip_tokenizer()
-    torch.manual_seed(0)
-    hidden = 16
-    text = dict(vocab_size=len(tok), hidden_size=hidden, intermediate_size=32, num_hidden_layers=2, num_attention_heads=2,
-                num_key_value_heads=1, head_dim=8, max_position_embeddings=64, pad_token_id=1, sliding_window=16)
-    vision = dict(hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2, image_size=16, patch_size=8)
-    text_encoder = Gemma3ForConditionalGeneration(Gemma3Config(text_config=text, vision_config=vision, mm_tokens_per_image=4,
-                                                               image_token_index=len(tok) - 1))
-    transformer = LTX2VideoTransformer3DModel(
-        in_channels=4, out_channels=4, patch_size=1, patch_size_t=1, num_attention_heads=2, attention_head_dim=8,
-        cross_attention_dim=16, audio_in_channels=4, audio_out_channels=4, audio_num_attention_heads=2,
-        audio_attention_head_dim=4, audio_cross_attention_dim=8, num_layers=1, qk_norm="rms_norm_across_heads",
-        caption_channels=hidden, rope_double_precision=False, rope_type="split")
-    connectors = LTX2TextConnectors(
-        caption_channels=hidden, text_proj_in_factor=3, video_connector_num_attention_heads=4,
-        video_connector_attention_head_dim=4, video_connector_num_layers=1, video_connector_num_learnable_registers=None,
-        audio_connector_num_attention_heads=4, audio_connector_attention_head_dim=4, audio_connector_num_layers=1,
-        audio_connector_num_learnable_registers=None, connector_rope_base_seq_len=32, rope_theta=10000.0,
-        rope_double_precision=False, causal_temporal_positioning=False, rope_type="split")
-    vae = AutoencoderKLLTX2Video(
-        in_channels=3, out_channels=3, latent_channels=4, block_out_channels=(8,), decoder_block_out_channels=(8,),
-        layers_per_block=(1,), decoder_layers_per_block=(1, 1), spatio_temporal_scaling=(True,),
-        decoder_spatio_temporal_scaling=(True,), decoder_inject_noise=(False, False), downsample_type=("spatial",),
-        upsample_residual=(False,), upsample_factor=(1,), timestep_conditioning=False, patch_size=1, patch_size_t=1,
-        encoder_causal=True, decoder_causal=False)
-    audio_vae = AutoencoderKLLTX2Audio(
-        base_channels=4, output_channels=2, ch_mult=(1,), num_res_blocks=1, attn_resolutions=None, in_channels=2,
-        resolution=32, latent_channels=2, norm_type="pixel", causality_axis="height", dropout=0.0,
-        mid_block_add_attention=False, sample_rate=16000, mel_hop_length=160, is_causal=True, mel_bins=8)
-    vocoder = LTX2Vocoder(
-        in_channels=audio_vae.config.output_channels * audio_vae.config.mel_bins, hidden_channels=32, out_channels=2,
-        upsample_kernel_sizes=[4, 4], upsample_factors=[2, 2], resnet_kernel_sizes=[3], resnet_dilations=[[1, 3, 5]],
-        leaky_relu_negative_slope=0.1, output_sampling_rate=16000)
-    return LTX2Pipeline(scheduler=FlowMatchEulerDiscreteScheduler(), vae=vae, audio_vae=audio_vae, text_encoder=text_encoder,
-                        tokenizer=tok, connectors=connectors, transformer=transformer, vocoder=vocoder, processor=None,
-                        prompt_enhancer=None, duration_head=None)
+    return build_real_size("ltx-2", tiny=True)
 
 
 BUILDERS = {
