@@ -1,7 +1,7 @@
 """Real-size check of the diffusers adapters: training steps of each shipped diffusers config on its model family at
 the published size (random weights, bf16, LoRA, gradient checkpointing), with peak GPU memory and step times.
 
-    python pipelines/gpu_real_size.py --out runs/real_size                 # on a GPU: every family, ~5 min on one H200
+    python pipelines/gpu_real_size.py --out runs/real_size                 # on a GPU: every family (README: what one H200 showed)
     python pipelines/gpu_real_size.py --tiny --out runs/real_size_tiny     # the same code on CPU with tiny widths
     python pipelines/gpu_real_size.py --from-disk wan2.1-t2v-1.3b      # Wan also: save, then `visalign train` on the folder
 
