@@ -202,3 +202,26 @@ def test_backbone_lrm_on_the_generators_own_frozen_block(files, tmp_path):
     algo.refit_loss(ctx, "lrm", [rollout], 0)[0].backward()
     assert all(p.grad is None for p in algo.lrm.backbone.parameters())  # the blocks stay frozen
     assert all(p.grad is not None for p in algo.lrm.head.parameters())
+
+
+def test_r1_penalty_is_half_the_squared_input_gradient_on_real_latents(files, tmp_path, monkeypatch):
+    """With a linear LRM r(x) = <w, x> the input gradient is w for every real latent, so R1 = ½‖w‖² exactly, and the
+    penalty's gradient reaches the LRM's weights (w ← w − lr·γ·w)."""
+    trainer = make_trainer(files, tmp_path, refit="generator_only", r1=2.0)
+    algo, ctx = trainer.algorithm, trainer.ctx
+    rollout = algo.rollout(ctx, Unconditional().sample(1, torch.Generator()), torch.Generator().manual_seed(3))
+    w = torch.randn(3 * 8 * 8, generator=torch.Generator().manual_seed(1), requires_grad=True)
+    monkeypatch.setattr(algo.lrm, "forward", lambda x, t, prompts: x.flatten(1) @ w)
+    with_r1, metrics = algo.refit_loss(ctx, "lrm", [rollout], 0)
+    assert metrics["lrm/r1"] == pytest.approx(0.5 * float(w.detach().pow(2).sum()), rel=1e-5)
+    algo.config.r1 = 0.0
+    without, metrics_off = algo.refit_loss(ctx, "lrm", [rollout], 0)
+    assert "lrm/r1" not in metrics_off
+    torch.testing.assert_close(with_r1 - without, 2.0 * 0.5 * w.pow(2).sum())
+    (grad,) = torch.autograd.grad(with_r1 - without, w)
+    torch.testing.assert_close(grad, 2.0 * w)
+
+
+def test_negative_r1_is_a_config_error(files):
+    with pytest.raises(ConfigError, match="core.r1 must be >= 0"):
+        CoReConfig(lrm=files["lrm"], pairs=files["pairs"], r1=-1.0)

@@ -12,6 +12,7 @@ optimizer steps on the owned LRM; the generator gets no gradient):
     L_RM = a · BT(r(x^w_t, t), r(x^l_t, t))                       real preference pairs, shared t and ε
          + λ_gen · E[−log σ(r(x^real_t, t) − r(x^gen_t, t))]     current generator latents vs real ones, shared t, ε
          + μ · ‖φ − φ_prev‖²                                      proximal to the LRM before this refit
+         + γ/2 · E‖∇_x r(x^real_t, t)‖²                           R1 on the real latents of the second term
 
 The proximal term matters over long runs: without it the refitted LRM moves freely, between refits, in directions its
 data never pins down (on the tiny-image benchmark: pixel structure off the data, invisible at most refit noise levels),
@@ -57,6 +58,8 @@ class CoReConfig:
     anchor_weight: float = option(1.0, "a: weight of the real-pair Bradley–Terry anchor")
     proximal: float = option(0.0, "μ: weight of ‖φ − φ_prev‖² to the LRM before each refit (0 lets the LRM drift "
                                    "between refits; μ = 3 stopped CoRe's late drift on the tiny-image benchmark)")
+    r1: float = option(0.0, "γ: weight of the R1 penalty ½·E‖∇_x r(x_real_t, t)‖² on the real latents of the "
+                            "real-vs-generated term (0: off); damps the LRM–generator cycle of that GAN-like term")
     lrm_learning_rate: float = option(3e-4, "AdamW learning rate of the LRM during refits")
     lrm_batch: int = option(128, "real preference pairs per refit step")
     loss: str = option("bradley_terry", "pair loss of the refit: bradley_terry or thurstone")
@@ -72,7 +75,7 @@ class CoReConfig:
         check(bool(self.pairs), "core.pairs (the real preference pairs file) is required")
         check(self.refit in REFIT_MODES, f"core.refit must be one of {list(REFIT_MODES)}, got {self.refit!r}")
         check(self.every >= 1 and self.lrm_steps >= 1, f"core.every and core.lrm_steps must be >= 1, got {self.every}, {self.lrm_steps}")
-        for key in ("gen_weight", "anchor_weight", "proximal", "kl_weight"):
+        for key in ("gen_weight", "anchor_weight", "proximal", "kl_weight", "r1"):
             check(getattr(self, key) >= 0, f"core.{key} must be >= 0, got {getattr(self, key)}")
         check(self.lrm_learning_rate > 0, f"core.lrm_learning_rate must be > 0, got {self.lrm_learning_rate}")
         check(self.lrm_batch >= 1 and self.num_samples >= 1, "core.lrm_batch and core.num_samples must be >= 1")
@@ -208,9 +211,16 @@ class CoRe(Algorithm):
             real_prompts = [self.pairs.prompts[i % len(self.pairs)] for i in ridx.tolist()]
             t, eps = self._noise_draw(gen.shape[0], g, device)
             real_t, gen_t = noise_pair(self.pool[ridx], gen, t, eps)
+            if cfg.r1 > 0:
+                real_t = real_t.detach().requires_grad_(True)
             real_score, gen_score = self.lrm(real_t, t, real_prompts), self.lrm(gen_t, t, gen_prompts)
             term = pair_loss(cfg.loss, real_score, gen_score)
             loss = loss + cfg.gen_weight * term
+            if cfg.r1 > 0:
+                grad, = torch.autograd.grad(real_score.sum(), real_t, create_graph=True)
+                r1 = 0.5 * grad.flatten(1).pow(2).sum(1).mean()
+                loss = loss + cfg.r1 * r1
+                metrics["lrm/r1"] = float(r1.detach())
             metrics["lrm/real_vs_generated"] = float(term.detach())
             metrics["lrm/real_minus_generated"] = float((real_score - gen_score).detach().mean())
         if cfg.refit == "oracle":

@@ -48,6 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser, **defaults) -> None:
     add("--proximal", type=float, default=3.0,
         help="μ (0 lets the refitted LRM drift freely between refits; on images CoRe's judge then falls after ~375 steps)")
     add("--anchor-weight", type=float, default=1.0, help="a")
+    add("--r1", type=float, default=0.0, help="γ: R1 penalty on the real latents of the real-vs-generated term")
     add("--lrm-lr", type=float, default=1e-4, help="LRM learning rate during refits")
     add("--threads", type=int, default=1, help="torch CPU threads (1 is fastest on a shared machine)")
     add("--prepare-only", action="store_true")
@@ -94,7 +95,7 @@ def run_arm(arm: str, seed: int, paths: dict[str, str], out: Path, args: argpars
     algorithm = CoRe(CoReConfig(lrm=paths["lrm"], pairs=paths["pairs"], refit=REFIT[arm], every=args.every,
                                 lrm_steps=args.lrm_steps, gen_weight=args.gen_weight,
                                 proximal=args.proximal, num_samples=args.batch, kl_weight=args.kl_weight,
-                                lrm_learning_rate=args.lrm_lr, anchor_weight=args.anchor_weight))
+                                lrm_learning_rate=args.lrm_lr, anchor_weight=args.anchor_weight, r1=args.r1))
     run = out / arm / f"seed{seed}"
     run.mkdir(parents=True, exist_ok=True)
     cfg = TrainerConfig(steps=args.steps, prompts_per_step=prompts_per_step, learning_rate=args.lr,
