@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="runs/core_video")
     parser.add_argument("--base", default=str(BASE), help="base tiny_video_flow checkpoint folder")
-    add_arguments(parser, steps=500, eval_every=25, eval_batch=32, batch=8, lr=1e-5)
+    add_arguments(parser, steps=500, eval_every=25, eval_batch=32, batch=8, lr=1e-5, ema_decay=0.98)
     parser.add_argument("--pairs", type=int, default=2048)
     parser.add_argument("--lrm-train-steps", type=int, default=800)
     parser.add_argument("--lrm-hidden", type=int, default=128)

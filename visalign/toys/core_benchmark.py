@@ -49,6 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser, **defaults) -> None:
         help="μ (0 lets the refitted LRM drift freely between refits; on images CoRe's judge then falls after ~375 steps)")
     add("--anchor-weight", type=float, default=1.0, help="a")
     add("--r1", type=float, default=0.0, help="γ: R1 penalty on the real latents of the real-vs-generated term")
+    add("--ema-decay", type=float, default=None, help="evaluate an EMA of the generator's weights (trainer.ema_decay)")
     add("--lrm-lr", type=float, default=1e-4, help="LRM learning rate during refits")
     add("--threads", type=int, default=1, help="torch CPU threads (1 is fastest on a shared machine)")
     add("--prepare-only", action="store_true")
@@ -100,6 +101,7 @@ def run_arm(arm: str, seed: int, paths: dict[str, str], out: Path, args: argpars
     run.mkdir(parents=True, exist_ok=True)
     cfg = TrainerConfig(steps=args.steps, prompts_per_step=prompts_per_step, learning_rate=args.lr,
                         eval_every=args.eval_every, eval_batch_size=args.eval_batch, seed=seed, log_with=[],
+                        ema_decay=args.ema_decay,
                         progress=False, output_dir=str(run))
     trainer = Trainer(policy, algorithm, judge, prompts, cfg, callbacks=[JudgeParts(run / "judge_parts.jsonl", measure(run))])
     trainer.train()
