@@ -44,6 +44,24 @@ def test_training_raises_the_reward(tmp_path):
         assert all(torch.equal(a, b) for a, b in zip(final.parameters(), trainer.policy.parameters()))
 
 
+def test_evaluation_callbacks_see_the_evaluated_ema_weights(tmp_path):
+    from visalign.trainer import TrainerCallback
+
+    seen = []
+
+    class Snapshot(TrainerCallback):
+        def on_evaluate(self, trainer, tag, metrics):
+            seen.append([p.detach().clone() for p in trainer.policy.parameters()])
+
+    trainer = make_trainer(tmp_path, steps=3, learning_rate=3e-2)
+    trainer.callbacks.append(Snapshot())
+    trainer.train()
+    with trainer.trained.ema_swap():
+        ema = [p.detach().clone() for p in trainer.policy.parameters()]
+    assert all(torch.equal(a, b) for a, b in zip(seen[-1], ema))
+    assert not all(torch.equal(a, b) for a, b in zip(ema, trainer.policy.parameters()))  # EMA differs from the raw weights
+
+
 def test_resume_matches_uninterrupted_run(tmp_path):
     full = make_trainer(tmp_path / "full", steps=8)
     full.train()

@@ -463,17 +463,17 @@ class Trainer:
                 stack.enter_context(model.ema_swap())
             with torch.no_grad(), acc.autocast():
                 result = self.algorithm.evaluate(eval_ctx, batch, rng)
-        self.policy.train()
-        rewards = acc.gather(result.rewards.detach().float().reshape(-1).to(acc.device))
-        metrics = {"eval/reward_mean": rewards.mean().item(), "eval/reward_std": rewards.std().item() if rewards.numel() > 1 else 0.0,
-                   **{k: float(v) for k, v in result.metrics.items()}}
-        if save and tag and acc.is_main_process:
-            save_samples(result.samples, self.output_dir / "samples" / f"{tag}.png", batch.prompts, max_images=PREVIEW_IMAGES,
-                         rewards=result.rewards.detach().float().cpu())
-        if log:
-            self._log(metrics)
-        for cb in self.callbacks:
-            cb.on_evaluate(self, tag, metrics)
+            self.policy.train()
+            rewards = acc.gather(result.rewards.detach().float().reshape(-1).to(acc.device))
+            metrics = {"eval/reward_mean": rewards.mean().item(), "eval/reward_std": rewards.std().item() if rewards.numel() > 1 else 0.0,
+                       **{k: float(v) for k, v in result.metrics.items()}}
+            if save and tag and acc.is_main_process:
+                save_samples(result.samples, self.output_dir / "samples" / f"{tag}.png", batch.prompts, max_images=PREVIEW_IMAGES,
+                             rewards=result.rewards.detach().float().cpu())
+            if log:
+                self._log(metrics)
+            for cb in self.callbacks:  # inside the swap: a callback measuring the policy sees the evaluated weights
+                cb.on_evaluate(self, tag, metrics)
         return {"step": self.step, **metrics}
 
     # --------------------------------------------------------------- logging
