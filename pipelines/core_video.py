@@ -10,7 +10,8 @@ reward model is fitted to those pairs at random noise levels.
 
 Arms, all with the same PRFL generator step and budget: ``fixed``, ``core``, ``anchor_only``, ``generator_only`` and
 ``oracle`` (as in ``pipelines/core_compare_images.py``, whose machinery ``visalign.toys.core_benchmark`` this shares),
-each over ``--seeds``, with prompts drawn from the world. Printed per arm (mean ± sd over seeds): LRM gain in initial
+each over ``--seeds``, with prompts drawn from the world; every evaluation (judge, LRM scores, escape, judge parts,
+pictures) reads an EMA of the generator's weights (``--ema-decay``, 0.98). Printed per arm (mean ± sd over seeds): LRM gain in initial
 standard deviations (original LRM), held-out judge (base, peak, end), escape (kNN distance to the LRM's training
 clips, as a multiple of the base model's), Spearman(LRM, judge) over the second half, and the issue's checks; writes
 ``curves.png`` (with the judge's off-palette energy, logged per run in ``judge_parts.jsonl``), ``samples.png`` +

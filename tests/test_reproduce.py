@@ -55,6 +55,7 @@ UNTRACED_FIGURES = {
         "0.128": "one-off RWTD probes on VVR v1 (vvr_compare.py with the overrides named in the text)",
         "0.461": "one-off RWTD probes on VVR v1",
         "0.473": "one-off RWTD probes on VVR v1",
+        "0.268": "one-off RWTD probes on VVR v1",
         "0.512": "one-off RWTD probes on VVR v1",
         "0.449": "one-off RWTD probes on VVR v1",
     },
