@@ -51,7 +51,6 @@ UNTRACED_FIGURES = {
         "13.3": "python -m visalign.vvr.throughput with the clip extra (open_clip ViT-B-32), measured in the clip venv",
     },
     "Methods on VVR images (work in progress)": {
-        "0.0007": "same-budget MiniLM pilot of vvr_pretrain.py (one run, its command in the text)",
         "0.128": "one-off RWTD probes on VVR v1 (vvr_compare.py with the overrides named in the text)",
         "0.461": "one-off RWTD probes on VVR v1",
         "0.473": "one-off RWTD probes on VVR v1",
