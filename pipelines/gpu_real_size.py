@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import math
 import subprocess
 import sys
 import time
@@ -75,7 +76,7 @@ def _gb(n: int) -> float:
 
 def check_in_memory(family: str, tiny: bool, out: Path, device: torch.device, from_disk: bool = False,
                     extra: list[str] = (), steps: int = 2) -> dict:
-    """Build the family, one trainer step of its shipped config, and what it cost."""
+    """Build the family, train ``steps`` steps of its shipped config, and record what they cost."""
     spec = FAMILIES[family]
     overrides = _overrides(family, tiny, out / family / "run", list(extra), steps)
     config = load_run_config(ROOT / spec.config, overrides)
@@ -103,16 +104,16 @@ def check_in_memory(family: str, tiny: bool, out: Path, device: torch.device, fr
         torch.cuda.synchronize(device)
     train_s = time.perf_counter() - start
     moved = [n for n, p in denoiser.named_parameters() if n in trainable and not torch.equal(p.detach(), trainable[n])]
-    frozen_moved = any(p.requires_grad is False and p.grad is not None for p in denoiser.parameters())
+    frozen_got_grad = any(p.requires_grad is False and p.grad is not None for p in denoiser.parameters())
     losses = [v for h in trainer.history for k, v in h.items() if k.endswith("loss") and isinstance(v, float)]
     record = dict(
         family=family, config=spec.config, overrides=overrides, device=str(device),
         denoiser_params_b=round(sum(p.numel() for p in denoiser.parameters()) / 1e9, 3),
         lora_params=sum(p.numel() for p in trainable.values()),
         noise_shape=list(generator.noise_shape), build_s=round(build_s, 1), train_s=round(train_s, 1), steps=timer.steps,
-        losses=losses, loss_finite=bool(losses) and all(v == v and abs(v) != float("inf") for v in losses),
+        losses=losses, loss_finite=bool(losses) and all(math.isfinite(v) for v in losses),
         moved=len(moved), trainable=len(trainable), only_lora_moved=bool(moved) and all("lora" in n for n in moved),
-        frozen_got_grad=frozen_moved, summary_keys=sorted(summary)[:12])
+        frozen_got_grad=frozen_got_grad, summary_keys=sorted(summary)[:12])
     if device.type == "cuda":
         record.update(weights_gb=_gb(held), peak_gb=_gb(torch.cuda.max_memory_allocated(device) - baseline),
                       leftover_gb=_gb(baseline))

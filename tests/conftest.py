@@ -29,6 +29,17 @@ def shift_algorithm():
     return ShiftTowardReward()
 
 
+def load_pipeline_script(name: str):
+    """``pipelines/<name>.py`` imported as a module (the recipes folder is not a package)."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parent.parent / "pipelines" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def accelerate_launch(*args: str, timeout: int = 600):
     """``accelerate launch ARGS`` on 2 CPU processes (gloo) unless ARGS pick a config file; the finished process."""
     import os

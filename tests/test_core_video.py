@@ -3,7 +3,6 @@ CoRe step on a video flow moving both the generator and the LRM, and the recipe 
 (Gradient isolation, the refit schedule and exact resume are tested generically in tests/algorithms.)"""
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -20,15 +19,10 @@ from visalign.toys.core_benchmark import claim_checks
 from visalign.toys.moving_shapes import ClipSpec, MovingShapesPrompts, WorldConfig, render_video
 from visalign.trainer import Trainer, TrainerConfig
 
+from .conftest import load_pipeline_script
+
 ROOT = Path(__file__).resolve().parents[1]
 PROMPT = "a red circle bouncing left to right"
-
-
-def pipeline():
-    spec = importlib.util.spec_from_file_location("core_video", ROOT / "pipelines" / "core_video.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
@@ -67,14 +61,14 @@ def test_judge_is_a_registered_reward_with_checked_config():
 
 
 def test_real_pairs_are_ordered_by_the_judge_and_share_a_prompt(judge):
-    pairs = pipeline().ranked_pairs(16, judge, torch.Generator().manual_seed(0))
+    pairs = load_pipeline_script("core_video").ranked_pairs(16, judge, torch.Generator().manual_seed(0))
     assert pairs.winners.shape == (16, 3, 8, 16, 16) and len(set(pairs.prompts)) == 16
     assert (judge(pairs.winners, pairs.prompts) >= judge(pairs.losers, pairs.prompts)).all()
     assert not torch.equal(pairs.winners, pairs.losers)
 
 
 def test_one_core_step_on_a_video_flow_moves_generator_and_lrm(judge, tmp_path):
-    save_pairs(pipeline().ranked_pairs(32, judge, torch.Generator().manual_seed(0)), tmp_path / "pairs.safetensors")
+    save_pairs(load_pipeline_script("core_video").ranked_pairs(32, judge, torch.Generator().manual_seed(0)), tmp_path / "pairs.safetensors")
     torch.manual_seed(0)
     save_lrm(build_lrm(LatentRewardConfig(latent_shape=[3, 8, 16, 16], hidden=16, layers=1)), tmp_path / "lrm")
     flow = TinyVideoFlowGenerator(TinyVideoFlowConfig(width=16, layers=1, heads=2, text_hidden=16, text_layers=1,
@@ -107,7 +101,7 @@ def test_claim_checks_follow_the_issue():
 
 def test_recipe_end_to_end_on_a_tiny_budget(tmp_path):
     out = tmp_path / "out"
-    pipeline().main(["--out", str(out), "--arms", "fixed", "core", "--seeds", "0", "--steps", "2", "--eval-every", "1",
+    load_pipeline_script("core_video").main(["--out", str(out), "--arms", "fixed", "core", "--seeds", "0", "--steps", "2", "--eval-every", "1",
                      "--eval-batch", "4", "--batch", "2", "--pairs", "300", "--lrm-train-steps", "2", "--lrm-hidden", "8",
                      "--results", str(tmp_path / "result.json")])
     saved = json.loads((out / "results.json").read_text())
@@ -124,7 +118,7 @@ def test_yaml_config_trains_through_the_cli(judge, tmp_path, monkeypatch, capsys
     from visalign.cli import main
 
     monkeypatch.chdir(ROOT)
-    save_pairs(pipeline().ranked_pairs(32, judge, torch.Generator().manual_seed(0)), tmp_path / "pairs.safetensors")
+    save_pairs(load_pipeline_script("core_video").ranked_pairs(32, judge, torch.Generator().manual_seed(0)), tmp_path / "pairs.safetensors")
     save_lrm(build_lrm(LatentRewardConfig(latent_shape=[3, 8, 16, 16], hidden=8, layers=1)), tmp_path / "lrm")
     out = tmp_path / "run"
     rc = main(["train", "configs/core_video.yaml", f"algorithm.lrm={tmp_path / 'lrm'}", f"algorithm.pairs={tmp_path / 'pairs.safetensors'}",

@@ -2,23 +2,14 @@
 same code trains every family one LoRA step on CPU at tiny widths, also from a saved folder through the CLI."""
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 import torch
 
 from visalign.benchmarks.real_size import FAMILIES, build_real_size
 
-ROOT = Path(__file__).resolve().parent.parent
+from .conftest import load_pipeline_script
+
 PUBLISHED_BILLIONS = {"sd3.5-medium": 2.24, "flux.1-dev": 11.9, "sana-sprint-1.6b": 1.6, "wan2.1-t2v-1.3b": 1.42, "ltx-2": 18.9}
-
-
-def _recipe():
-    spec = importlib.util.spec_from_file_location("gpu_real_size", ROOT / "pipelines" / "gpu_real_size.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
@@ -36,7 +27,7 @@ def test_unknown_family_is_named():
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_every_family_trains_lora_only_at_tiny_width(family, tmp_path):
     torch.set_num_threads(1)
-    record = _recipe().check_in_memory(family, tiny=True, out=tmp_path, device=torch.device("cpu"), steps=1,
+    record = load_pipeline_script("gpu_real_size").check_in_memory(family, tiny=True, out=tmp_path, device=torch.device("cpu"), steps=1,
                                        from_disk=family == "wan2.1-t2v-1.3b")
     assert record["loss_finite"] and record["only_lora_moved"] and not record["frozen_got_grad"]
     assert len(record["steps"]) == 1 and record["lora_params"] > 0

@@ -10,6 +10,8 @@ import torch
 from visalign.core import load_generator
 from visalign.core.prompts import _read_prompt_file
 
+from .conftest import load_pipeline_script
+
 ROOT = Path(__file__).resolve().parent.parent
 ONE_STEP = ROOT / "assets" / "tiny_one_step_vvr"
 ONE_STEP_V2 = ROOT / "assets" / "tiny_one_step_vvr2"
@@ -86,18 +88,9 @@ def test_demo_runs_three_steps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     assert any("rwtd/ess" in r for r in records)
 
 
-def _pipeline(name: str):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(name, ROOT / "pipelines" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_compare_pipeline_counts_one_budget_for_every_method(tmp_path: Path) -> None:
     """``pipelines/vvr_compare.py`` runs every method for the same steps and sample budget and counts what each drew."""
-    rc = _pipeline("vvr_compare").main(["--steps", "1", "--eval-n", "8", "--eval-draws", "2", "--out", str(tmp_path),
+    rc = load_pipeline_script("vvr_compare").main(["--steps", "1", "--eval-n", "8", "--eval-draws", "2", "--out", str(tmp_path),
                                         "trainer.progress=false"])
     assert rc == 0
     rows = {r["method"]: r for r in json.loads((tmp_path / "table.json").read_text())}
@@ -113,7 +106,7 @@ def test_compare_pipeline_counts_one_budget_for_every_method(tmp_path: Path) -> 
 
 def test_compare_pipeline_budget_counts_accumulated_rollouts(tmp_path: Path) -> None:
     """With ``trainer.grad_accum=2`` each optimizer step spends the same generator samples in two rollouts."""
-    rc = _pipeline("vvr_compare").main(["--steps", "1", "--eval-n", "2", "--eval-draws", "1", "--methods", "rwr",
+    rc = load_pipeline_script("vvr_compare").main(["--steps", "1", "--eval-n", "2", "--eval-draws", "1", "--methods", "rwr",
                                         "--out", str(tmp_path), "trainer.progress=false", "trainer.grad_accum=2"])
     assert rc == 0
     row = json.loads((tmp_path / "table.json").read_text())[0]
@@ -122,12 +115,12 @@ def test_compare_pipeline_budget_counts_accumulated_rollouts(tmp_path: Path) -> 
 
 def test_compare_pipeline_rejects_a_budget_a_method_cannot_split(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="not a multiple of rwtd's 64 samples per prompt"):
-        _pipeline("vvr_compare").main(["--steps", "1", "--samples-per-step", "48", "--methods", "rwtd",
+        load_pipeline_script("vvr_compare").main(["--steps", "1", "--samples-per-step", "48", "--methods", "rwtd",
                                        "--eval-n", "2", "--out", str(tmp_path)])
 
 
 def test_compare_fit_mode_trains_and_scores_tasks_the_checkpoint_solves_sometimes(tmp_path: Path) -> None:
-    rc = _pipeline("vvr_compare").main(["--fit-tasks", "2", "--fit-pool", "48", "--eval-draws", "16", "--steps", "1",
+    rc = load_pipeline_script("vvr_compare").main(["--fit-tasks", "2", "--fit-pool", "48", "--eval-draws", "16", "--steps", "1",
                                         "--methods", "festdpo", "--out", str(tmp_path), "trainer.progress=false"])
     assert rc == 0
     fit = [json.loads(line) for line in (tmp_path / "fit_tasks.jsonl").read_text().splitlines()]
@@ -150,7 +143,7 @@ def test_compare_v2_modes_train_on_their_pool_and_score_their_bins(tmp_path: Pat
     tasks), and the row has per-bin before / after values with paired standard errors over tasks."""
     flag = "--flow-checkpoint" if method == "diffusion_nft" else "--checkpoint"
     ckpt = FLOW if method == "diffusion_nft" else ONE_STEP
-    rc = _pipeline("vvr_compare").main(["--mode", mode, "--methods", method, flag, str(ckpt), "--steps", "1",
+    rc = load_pipeline_script("vvr_compare").main(["--mode", mode, "--methods", method, flag, str(ckpt), "--steps", "1",
                                         "--samples-per-step", "8", "--per-bin", "2", "--eval-n", "6", "--eval-draws", "2",
                                         "--out", str(tmp_path), "trainer.progress=false", *overrides])
     assert rc == 0
@@ -174,14 +167,14 @@ def test_compare_v2_modes_train_on_their_pool_and_score_their_bins(tmp_path: Pat
 def test_shipped_fit_tasks_are_what_the_selection_picks() -> None:
     """``tasks_fit.jsonl`` of the v2 base (the demo's tasks) is reproduced by ``vvr_tasks.learnable_tasks``: the 16
     of the first 512 training tasks the shipped one-step checkpoint solves most often within 10-60% of 16 draws."""
-    picked = _pipeline("vvr_tasks").learnable_tasks(ONE_STEP_V2, ONE_STEP_V2 / "tasks_train.jsonl", 16, 512)
+    picked = load_pipeline_script("vvr_tasks").learnable_tasks(ONE_STEP_V2, ONE_STEP_V2 / "tasks_train.jsonl", 16, 512)
     assert "".join(line + "\n" for line in picked) == (ONE_STEP_V2 / "tasks_fit.jsonl").read_text()
 
 
 @pytest.mark.slow
 def test_shipped_v1_fit_tasks_are_what_the_selection_picks() -> None:
     """The same for the v1 checkpoint's ``tasks_fit.jsonl`` (the v1 tables' fit tasks; first 384 training tasks)."""
-    picked = _pipeline("vvr_tasks").learnable_tasks(ONE_STEP, ONE_STEP / "tasks_train.jsonl", 16, 384)
+    picked = load_pipeline_script("vvr_tasks").learnable_tasks(ONE_STEP, ONE_STEP / "tasks_train.jsonl", 16, 384)
     assert "".join(line + "\n" for line in picked) == (ONE_STEP / "tasks_fit.jsonl").read_text()
 
 
@@ -189,7 +182,7 @@ def test_shipped_v1_fit_tasks_are_what_the_selection_picks() -> None:
 def test_pretrain_script_writes_both_checkpoints_and_metrics(tmp_path: Path, pairs: str, version: str) -> None:
     """A few steps of ``pipelines/vvr_pretrain.py``: the flow, a ``flow_residual`` student, metrics and grids; v2
     writes the ``*_vvr2`` folders, 80 prompt tokens and VVRBench v2 scores per difficulty bin."""
-    rc = _pipeline("vvr_pretrain").main([
+    rc = load_pipeline_script("vvr_pretrain").main([
         "--version", version, "--bench-per-bin", "2",
         "--assets", str(tmp_path / "assets"), "--out", str(tmp_path / "grids"), "--pool", "16", "--flow-steps", "2",
         "--distill-steps", "2", "--distill-pairs", pairs, "--batch", "4", "--eval-n", "4"])
@@ -220,7 +213,7 @@ def test_pretrain_script_with_a_frozen_pretrained_text_encoder(tmp_path: Path) -
     BertTokenizer(vocab={w: i for i, w in enumerate(words)}).save_pretrained(tmp_path / "bert")
     BertModel(BertConfig(vocab_size=len(words), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
                          intermediate_size=32, max_position_embeddings=96)).save_pretrained(tmp_path / "bert")
-    rc = _pipeline("vvr_pretrain").main([
+    rc = load_pipeline_script("vvr_pretrain").main([
         "--text-encoder", str(tmp_path / "bert"), "--bench-per-bin", "0", "--assets", str(tmp_path / "assets"),
         "--out", str(tmp_path / "grids"), "--pool", "16", "--flow-steps", "2", "--distill-steps", "2",
         "--distill-pairs", "8", "--batch", "4", "--eval-n", "4"])

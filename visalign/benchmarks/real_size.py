@@ -7,7 +7,7 @@ tokenizer built in memory. ``tiny=True`` shrinks every width and depth so the sa
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
@@ -224,7 +224,7 @@ class RealSizeFamily:
     build: Callable[[bool], Any]
     config: str
     overrides: tuple[str, ...] = ()
-    tiny_overrides: tuple[str, ...] = field(default_factory=tuple)
+    tiny_overrides: tuple[str, ...] = ()
 
 
 FAMILIES: dict[str, RealSizeFamily] = {

@@ -17,8 +17,8 @@ import torch
 from tqdm import tqdm
 
 from ..core.flow import FlowModel
-from ..results import Tolerance
 from ..core.generator import Generator
+from ..results import Tolerance
 from .moving_shapes import WorldConfig, all_prompts, render_batch
 
 LossFn = Callable[[torch.Generator], torch.Tensor]
