@@ -9,7 +9,7 @@ Per family it builds the pipeline (``visalign.benchmarks.real_size``), builds th
 shipped YAML (the adapter gets the in-memory pipeline; ``generator.path`` is only recorded; ``--steps`` steps, 2 by
 default since the first one warms up; no eval), runs them and records: denoiser and LoRA parameters, each step's
 rollout and update seconds, ``torch.cuda.max_memory_allocated`` over training, whether every loss was finite and
-whether only LoRA weights moved. ``--from-disk FAMILY`` additionally saves that pipeline with
+whether only LoRA weights moved (the frozen base unchanged). ``--from-disk FAMILY`` additionally saves that pipeline with
 ``save_pretrained`` and runs ``python -m visalign.cli train CONFIG generator.path=FOLDER`` in a fresh process: the path
 a user with real weights takes. Results go to ``OUT/real_size.json`` (one record per family, written as each ends).
 """
@@ -70,6 +70,12 @@ def _overrides(family: str, tiny: bool, run_dir: Path, extra: list[str], steps: 
             "trainer.overwrite=true"]
 
 
+def _frozen_fingerprint(module: torch.nn.Module) -> torch.Tensor:
+    """Float64 sum of every frozen parameter: changes when any frozen weight moves (the base under a LoRA)."""
+    sums = [p.detach().double().sum() for p in module.parameters() if not p.requires_grad]
+    return torch.stack(sums) if sums else torch.zeros(0, dtype=torch.float64)
+
+
 def _gb(n: int) -> float:
     return round(n / 2**30, 2)
 
@@ -92,6 +98,7 @@ def check_in_memory(family: str, tiny: bool, out: Path, device: torch.device, fr
     build_s = time.perf_counter() - start
     denoiser = generator.trainable_module()
     trainable = {n: p.detach().clone() for n, p in denoiser.named_parameters() if p.requires_grad}
+    frozen_sums = _frozen_fingerprint(denoiser)  # per-tensor sums, not a copy: a real-size base would not fit twice
     trainer = Trainer(generator, build_algorithm(config.algorithm), build_reward(config.reward),
                       build_prompt_source(config.prompts), config.trainer, callbacks=[timer := StepTimer(device)])
     if device.type == "cuda":
@@ -104,7 +111,6 @@ def check_in_memory(family: str, tiny: bool, out: Path, device: torch.device, fr
         torch.cuda.synchronize(device)
     train_s = time.perf_counter() - start
     moved = [n for n, p in denoiser.named_parameters() if n in trainable and not torch.equal(p.detach(), trainable[n])]
-    frozen_got_grad = any(p.requires_grad is False and p.grad is not None for p in denoiser.parameters())
     losses = [v for h in trainer.history for k, v in h.items() if k.endswith("loss") and isinstance(v, float)]
     record = dict(
         family=family, config=spec.config, overrides=overrides, device=str(device),
@@ -113,7 +119,7 @@ def check_in_memory(family: str, tiny: bool, out: Path, device: torch.device, fr
         noise_shape=list(generator.noise_shape), build_s=round(build_s, 1), train_s=round(train_s, 1), steps=timer.steps,
         losses=losses, loss_finite=bool(losses) and all(math.isfinite(v) for v in losses),
         moved=len(moved), trainable=len(trainable), only_lora_moved=bool(moved) and all("lora" in n for n in moved),
-        frozen_got_grad=frozen_got_grad, summary_keys=sorted(summary)[:12])
+        frozen_unchanged=torch.equal(_frozen_fingerprint(denoiser), frozen_sums), summary_keys=sorted(summary)[:12])
     if device.type == "cuda":
         record.update(weights_gb=_gb(held), peak_gb=_gb(torch.cuda.max_memory_allocated(device) - baseline),
                       leftover_gb=_gb(baseline))
@@ -179,7 +185,7 @@ def main() -> int:
         if device.type == "cuda":
             torch.cuda.empty_cache()
     failed = [r["family"] for r in results if "error" in r or not r.get("loss_finite", True) or not r.get("only_lora_moved", True)
-              or r.get("from_disk", {}).get("rc", 0) != 0]
+              or not r.get("frozen_unchanged", True) or r.get("from_disk", {}).get("rc", 0) != 0]
     print("failed:", failed or "none")
     return 1 if failed else 0
 

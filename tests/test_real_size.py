@@ -29,8 +29,23 @@ def test_every_family_trains_lora_only_at_tiny_width(family, tmp_path):
     torch.set_num_threads(1)
     record = load_pipeline_script("gpu_real_size").check_in_memory(family, tiny=True, out=tmp_path, device=torch.device("cpu"), steps=1,
                                        from_disk=family == "wan2.1-t2v-1.3b")
-    assert record["loss_finite"] and record["only_lora_moved"] and not record["frozen_got_grad"]
+    assert record["loss_finite"] and record["only_lora_moved"] and record["frozen_unchanged"]
     assert len(record["steps"]) == 1 and record["lora_params"] > 0
     if family == "wan2.1-t2v-1.3b":
         assert record["from_disk"]["rc"] == 0, record["from_disk"]["tail"]
         assert (tmp_path / family / "cli_run" / "final" / "pytorch_lora_weights.safetensors").is_file()
+
+
+def test_frozen_fingerprint_sees_a_moved_frozen_weight():
+    fingerprint = load_pipeline_script("gpu_real_size")._frozen_fingerprint
+    layer = torch.nn.Linear(4, 4)
+    layer.weight.requires_grad_(False)
+    before = fingerprint(layer)
+    assert before.shape == (1,) and torch.equal(fingerprint(layer), before)
+    with torch.no_grad():
+        layer.bias.add_(1.0)  # trainable: not in the fingerprint
+    assert torch.equal(fingerprint(layer), before)
+    with torch.no_grad():
+        layer.weight[0, 0] += 0.5
+    assert not torch.equal(fingerprint(layer), before)
+    assert fingerprint(torch.nn.Linear(2, 2)).numel() == 0  # nothing frozen (a full fine-tune)
