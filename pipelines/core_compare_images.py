@@ -7,15 +7,15 @@ standalone latent reward model fitted to those pairs at random noise levels (``-
 the generator's frozen first block instead).
 
 Arms, all with the same PRFL generator step and budget: ``fixed`` (the LRM never changes), ``core`` (anchor + real vs
-generated), ``anchor_only``, ``generator_only`` and ``oracle`` (anchor + fresh samples ranked by the judge), each over
-``--seeds``. Printed per arm (mean ± sd over seeds): LRM reward gain in initial standard deviations (original LRM),
+generated), ``anchor_only``, ``generator_only``, ``oracle`` (anchor + fresh samples ranked by the judge) and
+``oracle_core`` (CoRe + those judge-ranked pairs), each over ``--seeds``. Printed per arm (mean ± sd over seeds): LRM reward gain in initial standard deviations (original LRM),
 held-out judge (base, peak, end), escape (kNN distance to the LRM's training images, as a multiple of the base
 model's), Spearman(LRM, judge) over the second half of evaluations, and the issue's pass/fail checks; writes
 ``curves.png`` (with the judge's off-data energy, logged per run in ``judge_parts.jsonl``), ``samples.png`` and
 ``results.json``. The proximal weight μ defaults to 3 (``--proximal 0``: the refitted LRM drifts and CoRe's judge
 falls after ~375 steps).
 
-    python pipelines/core_compare_images.py --out runs/core_images             # 5 arms x 3 seeds, 500 steps (~11 min)
+    python pipelines/core_compare_images.py --out runs/core_images             # 6 arms x 3 seeds, 500 steps (~13 min)
     python pipelines/core_compare_images.py --arms core --proximal 0           # CoRe without the proximal term
     python pipelines/core_compare_images.py --arms fixed core --seeds 0 --steps 200   # a quick look
 """

@@ -8,8 +8,8 @@ preference pairs (two renders of one prompt) are labelled by the deterministic `
 never optimises: position preference tanh(z_pos) + object_color − β·(off-palette energy ρ − 1)); a standalone latent
 reward model is fitted to those pairs at random noise levels.
 
-Arms, all with the same PRFL generator step and budget: ``fixed``, ``core``, ``anchor_only``, ``generator_only`` and
-``oracle`` (as in ``pipelines/core_compare_images.py``, whose machinery ``visalign.toys.core_benchmark`` this shares),
+Arms, all with the same PRFL generator step and budget: ``fixed``, ``core``, ``anchor_only``, ``generator_only``,
+``oracle`` and ``oracle_core`` (as in ``pipelines/core_compare_images.py``, whose machinery ``visalign.toys.core_benchmark`` this shares),
 each over ``--seeds``, with prompts drawn from the world; every evaluation (judge, LRM scores, escape, judge parts,
 pictures) reads an EMA of the generator's weights (``--ema-decay``, 0.98). Printed per arm (mean ± sd over seeds): LRM gain in initial
 standard deviations (original LRM), held-out judge (base, peak, end), escape (kNN distance to the LRM's training
@@ -18,7 +18,7 @@ clips, as a multiple of the base model's), Spearman(LRM, judge) over the second 
 ``samples.gif`` (base, CoRe and fixed after training, same noise) and ``results.json``.
 
     python pipelines/core_video.py --out runs/core_video --arms fixed core      # the issue's claims 1-2, 3 seeds
-    python pipelines/core_video.py --arms anchor_only generator_only oracle --seeds 0   # ablations
+    python pipelines/core_video.py --arms anchor_only generator_only oracle oracle_core --seeds 0   # ablations
 """
 from __future__ import annotations
 

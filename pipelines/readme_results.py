@@ -379,7 +379,8 @@ def poem_flow_seed1(t: ResultTable) -> str:
 
 # ---------------------------------------------------------------------------------------------------- CoRe
 CORE_ARMS = {"fixed": "fixed LRM", "core": "**CoRe**", "anchor_only": "anchor-only refit",
-             "generator_only": "generator term only", "oracle": "oracle labels"}
+             "generator_only": "generator term only", "oracle": "oracle labels",
+             "oracle_core": "CoRe + oracle labels"}
 
 
 def _mean_sd(v: dict, key: str, digits: int | None = None, suffix: str = "", hide_sd_below: float = 0.0) -> str:
@@ -421,9 +422,26 @@ def core_images(t: ResultTable) -> str:
 
 
 def core_video(t: ResultTable) -> str:
-    """Claims run (fixed, CoRe; seeds 0-2) and ablations run (seed 0), merged."""
+    """Claims run (fixed, CoRe; seeds 0-2), ablations run (seed 0) and the oracle-labelled CoRe (seeds 0-2), merged."""
     ablations = ("anchor_only", "generator_only", "oracle")
-    return core_table(t, {arm: f"{'ablations' if arm in ablations else 'claims'}/{arm}" for arm in CORE_ARMS}, ablations)
+    run = {**{arm: "claims" for arm in ("fixed", "core")}, **{arm: "ablations" for arm in ablations}, "oracle_core": "bound"}
+    return core_table(t, {arm: f"{run[arm]}/{arm}" for arm in CORE_ARMS}, ablations)
+
+
+def core_bound(t: ResultTable, prefix: dict[str, str]) -> str:
+    """Per seed, the judge at the end of CoRe + oracle labels against CoRe's (``prefix``: arm -> its run label)."""
+    ends = {arm: [t.row(f"{prefix[arm]}/seed {s}/{arm}").values["judge_end"] for s in (0, 1, 2)] for arm in ("oracle_core", "core")}
+    above = sum(o >= c for o, c in zip(*ends.values()))
+    return minus(f"CoRe + oracle labels ends at {' / '.join(f'{v:.3f}' for v in ends['oracle_core'])} against CoRe's "
+                 f"{' / '.join(f'{v:.3f}' for v in ends['core'])} (seeds 0 / 1 / 2): at or above CoRe on {above} of 3 seeds")
+
+
+def core_video_bound(t: ResultTable) -> str:
+    return core_bound(t, {"oracle_core": "bound", "core": "claims"})
+
+
+def core_images_bound(t: ResultTable) -> str:
+    return core_bound(t, {"oracle_core": "mu=3", "core": "mu=3"})
 
 
 # ---------------------------------------------------------------------------------------------------- reflection
@@ -669,7 +687,7 @@ ENTRIES: tuple[Entry, ...] = (
           pictures={"run_0/samples.png": "assets/readme/poem_flow_samples.png"},
           note="PoEM on the tiny flow generator: RL seed 0, then RL seed 1 on seed 0's pretrained reference"),
     Entry("core_compare_images", (("mu=3", CORE_IMAGES), ("mu=0", (*CORE_IMAGES, "--arms", "core", "--proximal", "0"))),
-          fast=False, blocks={"core_compare_images": core_images},
+          fast=False, blocks={"core_compare_images": core_images, "core_compare_images/bound": core_images_bound},
           pictures={"run_0/curves.png": "assets/readme/core_images_curves.png",
                     "run_0/samples.png": "assets/readme/core_images_samples.png"},
           note="CoRe, its ablations and the fixed LRM on 8 px smooth images, 500 steps, seeds 0-2: every arm with the "
@@ -695,13 +713,15 @@ ENTRIES: tuple[Entry, ...] = (
           note="the tiny video and audio-video generators pretrained afresh on the moving-shapes world to the scripts' "
                "step caps (no wall-clock limit in effect); checkpoints go to the run folder, not assets/"),
     Entry("core_compare_video",
-          (("claims", CORE_VIDEO), ("ablations", (*CORE_VIDEO[:-2], "anchor_only", "generator_only", "oracle", "--seeds", "0"))),
-          fast=False, blocks={"core_compare_video": core_video},
+          (("claims", CORE_VIDEO), ("ablations", (*CORE_VIDEO[:-2], "anchor_only", "generator_only", "oracle", "--seeds", "0")),
+           ("bound", (*CORE_VIDEO[:-2], "oracle_core"))),
+          fast=False, blocks={"core_compare_video": core_video,
+                              "core_compare_video/bound": core_video_bound},
           pictures={"run_0/curves.png": "assets/readme/core_video_curves.png",
                     "run_0/samples.png": "assets/readme/core_video_samples.png",
                     "run_0/samples.gif": "assets/readme/core_video_samples.gif"},
           note="CoRe on the tiny video flow, 500 generator steps: fixed LRM and CoRe over seeds 0-2 (claims), then the "
-               "ablations on seed 0"),
+               "ablations on seed 0, then CoRe + oracle labels over seeds 0-2"),
 )
 
 

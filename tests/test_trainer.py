@@ -102,6 +102,16 @@ def test_nan_reward_names_the_reward(tmp_path):
         trainer.train()
 
 
+def test_non_finite_gradient_stops_the_run_before_the_weights_move(tmp_path):
+    trainer = make_trainer(tmp_path, steps=1, max_grad_norm=None)  # also without clipping
+    params = list(trainer.policy.parameters())
+    before = [p.detach().clone() for p in params]
+    params[0].register_hook(lambda grad: torch.full_like(grad, float("inf")))  # finite loss, overflowing backward
+    with pytest.raises(FloatingPointError, match="non-finite gradient norm inf.*step 0.*not updated"):
+        trainer.train()
+    assert all(torch.equal(a, b) for a, b in zip(before, trainer.policy.parameters()))
+
+
 def test_two_process_cpu_run_gathers_rewards_and_keeps_ranks_identical(tmp_path):
     out = tmp_path / "result.json"
     proc = accelerate_launch(str(SCRIPT), str(out), timeout=300)

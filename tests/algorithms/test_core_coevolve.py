@@ -99,7 +99,7 @@ def test_real_and_generated_latents_share_t_and_noise(files, tmp_path, monkeypat
     assert distance.max() < 1e-2  # (real pool rows are O(1) apart)
 
 
-@pytest.mark.parametrize("refit", ["core", "anchor_only", "generator_only", "oracle"])
+@pytest.mark.parametrize("refit", ["core", "anchor_only", "generator_only", "oracle", "oracle_core"])
 def test_every_refit_arm_trains_the_lrm(files, tmp_path, refit):
     trainer = make_trainer(files, tmp_path, refit=refit, proximal=0.1)
     algo, ctx = trainer.algorithm, trainer.ctx
@@ -108,8 +108,12 @@ def test_every_refit_arm_trains_the_lrm(files, tmp_path, refit):
     loss.backward()
     assert torch.isfinite(loss) and metrics["lrm/proximal"] == 0.0  # φ_prev is taken at the refit's first step
     expected = {"core": {"lrm/anchor", "lrm/real_vs_generated"}, "anchor_only": {"lrm/anchor"},
-                "generator_only": {"lrm/real_vs_generated"}, "oracle": {"lrm/anchor", "lrm/oracle_pairs"}}[refit]
+                "generator_only": {"lrm/real_vs_generated"}, "oracle": {"lrm/anchor", "lrm/oracle_pairs"},
+                "oracle_core": {"lrm/anchor", "lrm/real_vs_generated", "lrm/oracle_pairs"}}[refit]
     assert expected <= set(metrics) and not ({"lrm/anchor", "lrm/real_vs_generated", "lrm/oracle_pairs"} - expected) & set(metrics)
+    weight = {"lrm/anchor": algo.config.anchor_weight, "lrm/real_vs_generated": algo.config.gen_weight,
+              "lrm/oracle_pairs": algo.config.gen_weight}
+    assert loss.item() == pytest.approx(sum(weight[k] * metrics[k] for k in expected), rel=1e-5)  # the listed terms, summed
 
 
 def test_proximal_term_value_and_it_holds_the_lrm_near_its_pre_refit_weights(files, tmp_path):

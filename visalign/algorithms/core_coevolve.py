@@ -19,9 +19,10 @@ data never pins down (on the tiny-image benchmark: pixel structure off the data,
 and the generator integrates those moves into a slow drift off the data that the refits do not undo.
 
 ``refit`` picks the arm: ``none`` (a fixed LRM, the hackable baseline), ``core`` (both terms), ``anchor_only``
-(periodic refitting on real pairs only), ``generator_only`` (the discriminator term only) and ``oracle`` (the anchor
-plus pairs of fresh generator samples ranked by the trainer's reward — set that to the held-out judge — which bounds
-what refitting can do). The trainer's reward is otherwise only logged and evaluated: the generator objective reads
+(periodic refitting on real pairs only), ``generator_only`` (the discriminator term only), ``oracle`` (the anchor
+plus pairs of fresh generator samples ranked by the trainer's reward — set that to the held-out judge) and
+``oracle_core`` (CoRe's two terms plus those judge-ranked pairs: what refitting can reach when fresh labels are
+free). The trainer's reward is otherwise only logged and evaluated: the generator objective reads
 the LRM alone. Each evaluation reports the LRM's score of clean samples under the original and the current LRM,
 the eval reward (the held-out judge) and the escape: mean distance from generated latents to their k nearest
 latents of the LRM's training set.
@@ -42,7 +43,10 @@ from ..rewards.latent.losses import PAIR_LOSSES, noise_pair, pair_loss
 from ..rewards.latent.models import LatentRewardModel
 from .common import require_flow_model, require_reference
 
-REFIT_MODES = ("none", "core", "anchor_only", "generator_only", "oracle")
+REFIT_MODES = ("none", "core", "anchor_only", "generator_only", "oracle", "oracle_core")
+ANCHORED = ("core", "anchor_only", "oracle", "oracle_core")
+WITH_GENERATED = ("core", "generator_only", "oracle_core")
+WITH_ORACLE = ("oracle", "oracle_core")
 
 
 @dataclass
@@ -50,8 +54,8 @@ class CoReConfig:
     lrm: str = option(help="folder of a trained latent reward model (visalign train-reward)", factory=str)
     pairs: str = option(help="safetensors file of the real preference pairs the LRM was fitted on (anchor data and "
                              "escape reference)", factory=str)
-    refit: Literal["none", "core", "anchor_only", "generator_only", "oracle"] = option(
-        "core", "none (fixed LRM), core, anchor_only, generator_only or oracle (see the module docstring)")
+    refit: Literal["none", "core", "anchor_only", "generator_only", "oracle", "oracle_core"] = option(
+        "core", "none (fixed LRM), core, anchor_only, generator_only, oracle or oracle_core (see the module docstring)")
     every: int = option(10, "M: refit the LRM every M generator updates")
     lrm_steps: int = option(20, "k: LRM optimizer steps per refit")
     gen_weight: float = option(1.0, "λ_gen: weight of the real-vs-generated term (and of the oracle pairs)")
@@ -83,9 +87,9 @@ class CoReConfig:
         check(0 < self.t_max <= 1, f"core.t_max must be in (0, 1], got {self.t_max}")
         check(self.grad_steps >= 1 and self.min_stop >= 1, "core.grad_steps and core.min_stop must be >= 1")
         check(self.escape_k >= 1, f"core.escape_k must be >= 1, got {self.escape_k}")
-        check(self.refit not in ("core", "generator_only", "oracle") or self.gen_weight > 0,
+        check(self.refit not in WITH_GENERATED + WITH_ORACLE or self.gen_weight > 0,
               f"core.refit={self.refit} needs gen_weight > 0")
-        check(self.refit not in ("core", "anchor_only", "oracle") or self.anchor_weight > 0,
+        check(self.refit not in ANCHORED or self.anchor_weight > 0,
               f"core.refit={self.refit} needs anchor_weight > 0")
 
 
@@ -196,7 +200,7 @@ class CoRe(Algorithm):
         device = ctx.device
         loss = torch.zeros((), device=device)
         metrics: dict[str, float] = {}
-        if cfg.refit in ("core", "anchor_only", "oracle"):
+        if cfg.refit in ANCHORED:
             idx = torch.randint(len(self.pairs), (cfg.lrm_batch,), generator=g).to(device)
             t, eps = self._noise_draw(len(idx), g, device)
             w, l = noise_pair(self.pairs.winners[idx], self.pairs.losers[idx], t, eps)
@@ -206,7 +210,7 @@ class CoRe(Algorithm):
             metrics["lrm/anchor"] = float(anchor.detach())
         gen = torch.cat([r.extras["latents"] for r in rollouts]).detach()
         gen_prompts = [p for r in rollouts for p in r.batch.prompts]
-        if cfg.refit in ("core", "generator_only"):
+        if cfg.refit in WITH_GENERATED:
             ridx = torch.randint(len(self.pool), (gen.shape[0],), generator=g).to(device)
             real_prompts = [self.pairs.prompts[i % len(self.pairs)] for i in ridx.tolist()]
             t, eps = self._noise_draw(gen.shape[0], g, device)
@@ -223,11 +227,11 @@ class CoRe(Algorithm):
                 metrics["lrm/r1"] = float(r1.detach())
             metrics["lrm/real_vs_generated"] = float(term.detach())
             metrics["lrm/real_minus_generated"] = float((real_score - gen_score).detach().mean())
-        if cfg.refit == "oracle":
+        if cfg.refit in WITH_ORACLE:
             labels = torch.cat([r.rewards for r in rollouts]).detach().to(device)
             half = gen.shape[0] // 2
             if half == 0:
-                raise ValueError("core refit=oracle ranks pairs of generated samples: a step needs at least 2 samples")
+                raise ValueError(f"core refit={cfg.refit} ranks pairs of generated samples: a step needs at least 2 samples")
             first_wins = labels[:half] >= labels[half:2 * half]
             win = torch.where(first_wins[:, None], gen[:half].flatten(1), gen[half:2 * half].flatten(1)).reshape(gen[:half].shape)
             lose = torch.where(first_wins[:, None], gen[half:2 * half].flatten(1), gen[:half].flatten(1)).reshape(gen[:half].shape)

@@ -127,6 +127,8 @@ class WeightedReward(Reward):
         self.last_components = {}
         for reward, weight in self._parts:
             value = score(reward, samples, prompts, metadata)
+            if total is not None:
+                value = value.to(total.device)  # a component computed on the CPU sums with one on the GPU
             self.last_components[reward.name] = value.detach()
             total = weight * value if total is None else total + weight * value
         return total

@@ -193,7 +193,7 @@ class VideoAlignment(AVVerifier):
                 moved = float(track[i, 1, want_axis] - track[i, 0, want_axis])
                 met += [int(axis[i]) == want_axis, moved * sign > 0]
             out.append(sum(met) / len(met))
-        return torch.tensor(out)
+        return torch.tensor(out, device=frames.device)
 
 
 @register_reward("av_audio_alignment")
@@ -211,7 +211,7 @@ class AudioAlignment(AVVerifier):
                 nearest = min(PITCHES.values(), key=lambda f: abs(math.log(f / max(float(freq[i]), 1.0))))
                 met.append(nearest == ask.pitch)
             out.append(sum(met) / len(met))
-        return torch.tensor(out)
+        return torch.tensor(out, device=frames.device)
 
 
 @register_reward("av_desync")

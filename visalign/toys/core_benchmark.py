@@ -20,8 +20,8 @@ from ..core.reward import Reward
 from ..results import ResultRow, Tolerance, write_results
 from ..trainer import Trainer, TrainerCallback, TrainerConfig
 
-ARMS = ("fixed", "core", "anchor_only", "generator_only", "oracle")
-REFIT = {"fixed": "none", "core": "core", "anchor_only": "anchor_only", "generator_only": "generator_only", "oracle": "oracle"}
+ARMS = ("fixed", "core", "anchor_only", "generator_only", "oracle", "oracle_core")
+REFIT = {"fixed": "none", **{arm: arm for arm in ARMS[1:]}}
 TABLE_KEYS = ["lrm_gain_sd", "judge_base", "judge_peak", "judge_end", "escape_end_x", "spearman_second_half"]
 
 History = list[dict[str, float]]

@@ -387,9 +387,12 @@ class Trainer:
             self._all_reduce_grads(model.params)
         for p in frozen:
             p.grad = None
+        clip = torch.nn.utils.clip_grad_norm_ if sharded else self.accelerator.clip_grad_norm_
+        norm = clip(model.params, model.max_grad_norm or math.inf)  # max_norm inf: the norm only, gradients untouched
+        if not math.isfinite(float(norm)):
+            raise FloatingPointError(f"{self.algorithm.name}: non-finite gradient norm {float(norm)} ({norm_key}) at step "
+                                     f"{self.step} with a finite loss: the backward overflowed; the weights were not updated")
         if model.max_grad_norm:
-            clip = torch.nn.utils.clip_grad_norm_ if sharded else self.accelerator.clip_grad_norm_
-            norm = clip(model.params, model.max_grad_norm)
             metrics.setdefault(norm_key, []).append(float(norm))
         model.optimizer.step()
         model.optimizer.zero_grad(set_to_none=True)
