@@ -135,6 +135,19 @@ def advantage_correlation(base, prompts: list[str], group: int, seed: int) -> di
     return out
 
 
+def algorithm_overrides(pairs: list[str]) -> dict:
+    """``KEY=VALUE`` strings (values read as YAML) as overrides of the av_grpo config."""
+    import yaml
+
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise SystemExit(f"--set expects KEY=VALUE, got {pair!r}")
+        out[key] = yaml.safe_load(value)
+    return out
+
+
 def train(method: str, base_path: Path, prompts: list[str], args, out: Path):
     policy = load_generator(base_path)
     reference = load_generator(base_path).frozen_copy()
@@ -143,7 +156,7 @@ def train(method: str, base_path: Path, prompts: list[str], args, out: Path):
                             "noise_audio": args.noise_audio, "kl_video": args.kl_video, "kl_audio": args.kl_audio,
                             "order": args.order, "reset_optimizer": not args.keep_optimizer,
                             **({"video_rewards": args.video_rewards} if args.video_rewards else {}),
-                            **({"audio_rewards": args.audio_rewards} if args.audio_rewards else {})})
+                            **({"audio_rewards": args.audio_rewards} if args.audio_rewards else {}), **algorithm_overrides(args.set)})
     cfg = TrainerConfig(steps=args.steps, prompts_per_step=args.prompts_per_step, learning_rate=args.lr, max_grad_norm=1.0,
                         eval_every=args.eval_every, eval_batch_size=args.eval_size, log_with=[], progress=True,
                         output_dir=str(out / method), seed=args.seed)
@@ -178,6 +191,8 @@ def main(argv: list[str] | None = None) -> int:
                    "modality switches (the method clears it)")
     p.add_argument("--video-rewards", nargs="+", default=None, help="video reward set (default: quality, alignment, desync)")
     p.add_argument("--audio-rewards", nargs="+", default=None, help="audio reward set (default: quality, alignment, desync)")
+    p.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
+                   help="other av_grpo options for every method (e.g. time_weighted=false std_cap=0.1)")
     p.add_argument("--prompts-per-step", type=int, default=2)
     p.add_argument("--group", type=int, default=8)
     p.add_argument("--num-steps", type=int, default=4)

@@ -279,17 +279,32 @@ AV_METHODS = {"av_grpo": "av_grpo (anchored)", "joint_grpo": "joint", "video_sde
 AV_SEEDS = ("0", "1", "2")
 
 
-def av_toy_table(t: ResultTable) -> str:
-    def cells(method: str, column: str, digits: int, with_se: bool = True) -> str:
+def av_toy_table(t: ResultTable, methods: dict[str, str] | None = None, quality_digits: int = 3) -> str:
+    """Per method (``methods``: row prefix before the seed, then the method -> its label; default: every method of the
+    plain seed runs), its rollouts and each change after training with its paired SE, seeds 0 / 1 / 2."""
+    methods = methods or {f"/{m}": label for m, label in AV_METHODS.items()}
+
+    def cells(key: str, column: str, digits: int, with_se: bool = True) -> str:
+        prefix, _, method = key.rpartition("/")
         out = []
         for seed in AV_SEEDS:
-            r = t.row(f"seed={seed}/{method}")
+            r = t.row(f"{prefix + '/' if prefix else ''}seed={seed}/{method}")
             out.append(signed(r.values[column], digits) + (f" (±{r.se[column]:.{digits}f})" if with_se else ""))
         return " / ".join(out)
 
-    lines = [[label, str(t.row(f"seed={AV_SEEDS[0]}/{m}").info["rollouts"]), cells(m, "desync", 2),
-              cells(m, "video_quality", 3), cells(m, "audio_quality", 1, with_se=False)] for m, label in AV_METHODS.items()]
+    def rollouts(key: str) -> str:
+        prefix, _, method = key.rpartition("/")
+        return str(t.row(f"{prefix + '/' if prefix else ''}seed={AV_SEEDS[0]}/{method}").info["rollouts"])
+
+    lines = [[label, rollouts(key), cells(key, "desync", 2), cells(key, "video_quality", quality_digits),
+              cells(key, "audio_quality", 1, with_se=False)] for key, label in methods.items()]
     return table(["method", "rollouts", "Δ desync (frames)", "Δ video quality", "Δ audio quality (dB)"], lines)
+
+
+def av_toy_large_batch(t: ResultTable) -> str:
+    """The four methods at 16 prompts per step, then AV-GRPO without the second z-scoring."""
+    return av_toy_table(t, {**{f"/{m}": label for m, label in AV_METHODS.items()},
+                            "renormalize=false/av_grpo": "av_grpo, `renormalize: false`"}, quality_digits=4)
 
 
 def av_toy_base(t: ResultTable) -> str:
@@ -675,6 +690,13 @@ ENTRIES: tuple[Entry, ...] = (
                   "av_compare_toy/spearman": av_toy_spearman},
           pictures={"run_0/before_after.png": "assets/readme/av_grpo_toy_before_after.png"},
           note="AV-GRPO and its baselines on the toy two-tower AV flow, 320 steps, training seeds 0, 1 and 2"),
+    Entry("av_compare_toy_large_batch",
+          (*((f"seed={s}", (*AV_TOY, "--prompts-per-step", "16", "--seed", s)) for s in AV_SEEDS),
+           *((f"renormalize=false/seed={s}", (*AV_TOY, "--prompts-per-step", "16", "--methods", "av_grpo", "--set",
+                                              "renormalize=false", "--seed", s)) for s in AV_SEEDS)),
+          fast=False, blocks={"av_compare_toy_large_batch": av_toy_large_batch},  # ~10 min
+          note="the toy AV comparison at 16 prompts per step (8x the rollouts per step), seeds 0-2, then AV-GRPO with "
+               "renormalize=false"),
     # long commands (about 10-35 min each on this machine): no run has written their result files yet
     Entry("av_compare_tiny_av", ((None, (PY, "pipelines/av_compare.py", "--model", "tiny_av", "--checkpoint",
                                          "assets/av/tiny_av_flow", "--steps", "120", "--eval-every", "24", "--eval-size", "32",

@@ -3,6 +3,7 @@ still produce those numbers (a short text run in the default suite, every other 
 from __future__ import annotations
 
 import copy
+import json
 import sys
 from pathlib import Path
 
@@ -72,10 +73,12 @@ UNTRACED_FIGURES = {
 
 
 def test_prose_figures_trace_to_stored_results_or_are_listed():
-    """Every decimal in README prose is a stored value at its printed precision (see ``traces_to``) or listed above."""
+    """Every decimal in README prose is a stored value (a result file or a GPU check's record in ``assets/gpu``) at its
+    printed precision (see ``traces_to``) or listed above."""
     from visalign.results.readme import prose_figures, stored_values, traces_to
 
-    values = stored_values(reproduce.stored_tables().values())
+    gpu_records = [json.loads(p.read_text()) for p in sorted((registry.README.parent / "assets" / "gpu").glob("*.json"))]
+    values = stored_values(reproduce.stored_tables().values(), gpu_records)
     found = [(section, line, figure) for section, line, figure in prose_figures(registry.README.read_text())
              if not traces_to(figure, values)]
     unlisted = [f"line {line} ({section}): {figure}" for section, line, figure in found

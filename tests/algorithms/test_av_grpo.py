@@ -249,3 +249,16 @@ def test_keeping_the_optimizer_across_switches_is_an_opt_out(tmp_path):
     model, _, rec = train(tmp_path, steps=3, reset_optimizer=False)
     n_video, n_audio = (len(list(model.tower_parameters(m))) for m in ("video", "audio"))
     assert rec.state == [[1, n_video], [2, n_video], [1, 2, n_video + n_audio]]
+
+
+def test_reward_set_advantage_averages_z_scores_and_renormalises_only_when_asked():
+    from visalign.algorithms.av_grpo import reward_set_advantage
+
+    varied = torch.tensor([1.0, 2.0, 3.0, 4.0, 0.0, 0.0, 1.0, 1.0])
+    saturated = torch.ones(8)  # constant in both groups of 4: contributes zeros
+    z = torch.cat([(g - g.mean()) / (g.std(unbiased=False) + 1e-6) for g in varied.view(2, 4)])  # population std
+    components = {"varied": varied, "saturated": saturated}
+    plain = reward_set_advantage(components, ["varied", "saturated"], 4, renormalize=False)
+    assert torch.allclose(plain, z / 2, atol=1e-5)  # a saturated component halves the advantage
+    again = reward_set_advantage(components, ["varied", "saturated"], 4)
+    assert torch.allclose(again, torch.cat([(g - g.mean()) / (g.std(unbiased=False) + 1e-6) for g in (z / 2).view(2, 4)]), atol=1e-4)

@@ -49,6 +49,8 @@ class AVGRPOConfig:
     kl_audio: float = option(0.002, "β of the velocity KL to the reference on the audio part")
     time_weighted: bool = option(True, "weight each step's loss by λ_k = sqrt(σ/(Δσ(1−σ))) (normalised to mean 1)")
     adv_clip: float = option(5.0, "advantages are clipped to ±adv_clip")
+    renormalize: bool = option(True, "z-score a modality's averaged reward-set score again within the group (false: "
+                                     "components that saturate, constant in a group, shrink the advantage instead)")
     video_rewards: list[str] = option(help="reward components (labels of a multi reward) that score the video",
                                       factory=lambda: ["av_video_quality", "av_video_alignment", "av_desync"])
     audio_rewards: list[str] = option(help="reward components that score the audio",
@@ -115,14 +117,16 @@ def require_av_model(policy: Any) -> AudioVideoFlowModel:
     return policy
 
 
-def reward_set_advantage(components: dict[str, torch.Tensor], names: list[str], group_size: int) -> torch.Tensor:
-    """Each named component z-scored within its group, averaged, then z-scored within the group again."""
+def reward_set_advantage(components: dict[str, torch.Tensor], names: list[str], group_size: int,
+                         renormalize: bool = True) -> torch.Tensor:
+    """Each named component z-scored within its group and averaged; with ``renormalize``, z-scored within the group
+    again (so a group whose other components are constant, saturated, gets unit-scale advantages from the one left)."""
     missing = sorted(set(names) - set(components))
     if missing:
         raise ConfigError(f"av_grpo: reward components {missing} not found; the reward gives {sorted(components)} "
                           "(use a multi reward with these labels)")
     score = sum(group_normalize(components[n], group_size) for n in names) / len(names)
-    return group_normalize(score, group_size)
+    return group_normalize(score, group_size) if renormalize else score
 
 
 @register_algorithm("av_grpo")
@@ -232,7 +236,7 @@ class AVGRPO(Algorithm):
                 adv = group_normalize(rewards, cfg.group_size)
             else:
                 adv = reward_set_advantage(components, cfg.video_rewards if name == "video" else cfg.audio_rewards,
-                                           cfg.group_size)
+                                           cfg.group_size, cfg.renormalize)
             advantages[name] = adv.to(ctx.device).clamp(-cfg.adv_clip, cfg.adv_clip)
         return Rollout(samples=samples, batch=expanded, rewards=rewards, noise=noise,
                        extras={"trajectory": traj, "advantages": advantages, "modality": modality})

@@ -7,6 +7,7 @@ phrase may wrap over lines like the text around it).
 from __future__ import annotations
 
 import re
+from typing import Any, Sequence
 
 BLOCK = re.compile(r"<!-- results:(?P<name>[\w./-]+) -->(?P<body>.*?)<!-- /results -->", re.S)
 
@@ -65,8 +66,9 @@ def prose_figures(text: str) -> list[tuple[str, int, str]]:
     return figures
 
 
-def stored_values(tables) -> set[float]:
-    """Every number held by the result tables (values, standard errors, info), for :func:`traces_to`."""
+def stored_values(tables, documents: Sequence[Any] = ()) -> set[float]:
+    """Every number held by the result tables (values, standard errors, info) and by ``documents`` (parsed JSON
+    record files, such as the GPU checks' in ``assets/gpu``), for :func:`traces_to`."""
     found: set[float] = set()
 
     def walk(x) -> None:
@@ -84,6 +86,7 @@ def stored_values(tables) -> set[float]:
     for table in tables:
         for row in table.rows:
             walk([row.values, row.se, row.info])
+    walk(list(documents))
     return found
 
 
