@@ -444,11 +444,21 @@ def core_video(t: ResultTable) -> str:
 
 
 def core_bound(t: ResultTable, prefix: dict[str, str]) -> str:
-    """Per seed, the judge at the end of CoRe + oracle labels against CoRe's (``prefix``: arm -> its run label)."""
-    ends = {arm: [t.row(f"{prefix[arm]}/seed {s}/{arm}").values["judge_end"] for s in (0, 1, 2)] for arm in ("oracle_core", "core")}
-    above = sum(o >= c for o, c in zip(*ends.values()))
-    return minus(f"CoRe + oracle labels ends at {' / '.join(f'{v:.3f}' for v in ends['oracle_core'])} against CoRe's "
-                 f"{' / '.join(f'{v:.3f}' for v in ends['core'])} (seeds 0 / 1 / 2): at or above CoRe on {above} of 3 seeds")
+    """Per seed, the judge's end and peak under CoRe + oracle labels against CoRe's (``prefix``: arm -> its run label),
+    with the seed means and how many seeds the oracle-labelled run is at or above CoRe."""
+    def values(arm: str, key: str) -> list[float]:
+        return [t.row(f"{prefix[arm]}/seed {s}/{arm}").values[key] for s in (0, 1, 2)]
+
+    def listed(v: list[float]) -> str:
+        return " / ".join(f"{x:.3f}" for x in v)
+
+    parts = []
+    for key, what in (("judge_end", "ends at"), ("judge_peak", "peaks at")):
+        oracle, core = values("oracle_core", key), values("core", key)
+        above = sum(o >= c for o, c in zip(oracle, core))
+        parts.append(f"{what} {listed(oracle)} against CoRe's {listed(core)} (mean {sum(oracle) / 3:.3f} vs "
+                     f"{sum(core) / 3:.3f}; at or above CoRe on {above} of 3 seeds)")
+    return minus(f"CoRe + oracle labels {parts[0]}, and {parts[1]}, seeds 0 / 1 / 2")
 
 
 def core_video_bound(t: ResultTable) -> str:

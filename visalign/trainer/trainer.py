@@ -389,7 +389,7 @@ class Trainer:
             p.grad = None
         clip = torch.nn.utils.clip_grad_norm_ if sharded else self.accelerator.clip_grad_norm_
         norm = clip(model.params, model.max_grad_norm or math.inf)  # max_norm inf: the norm only, gradients untouched
-        if not math.isfinite(float(norm)):
+        if not math.isfinite(float(norm)) and self.accelerator.scaler is None:  # fp16's GradScaler skips such a step itself
             raise FloatingPointError(f"{self.algorithm.name}: non-finite gradient norm {float(norm)} ({norm_key}) at step "
                                      f"{self.step} with a finite loss: the backward overflowed; the weights were not updated")
         if model.max_grad_norm:
