@@ -127,8 +127,9 @@ def demo(t: ResultTable) -> str:
 
 
 # ---------------------------------------------------------------------------------------------------- VVR
-VVR_METHODS = {"rwtd": "RWTD", "festdpo": "FestDPO", "rwr": "RWR", "flow_grpo": "Flow-GRPO"}
-VVR_GENERATORS = {"tiny_one_step_vvr": "one-step", "tiny_flow_vvr": "4-step flow"}
+VVR_METHODS = {"rwtd": "RWTD", "festdpo": "FestDPO", "rwr": "RWR", "flow_grpo": "Flow-GRPO", "diffusion_nft": "DiffusionNFT"}
+VVR_GENERATORS = {"tiny_one_step_vvr": "one-step", "tiny_flow_vvr": "4-step flow", "tiny_one_step_vvr2": "one-step (v2)",
+                  "tiny_flow_vvr2": "4-step flow (v2)"}
 
 
 def change(r, key: str, bold_gains: bool) -> str:
@@ -142,6 +143,16 @@ def vvr_methods(t: ResultTable) -> str:
     lines = [[VVR_METHODS[r.row], VVR_GENERATORS[r.info["generator"]], change(r, "acc", True), change(r, "soft", False),
               f"{r.info['sec_per_step']:.2f}"] for r in t.rows]
     return table(["method", "generator", "all-satisfied before → after", "soft reward before → after", "s / step"], lines)
+
+
+def vvr2_methods(t: ResultTable) -> str:
+    """The v2 comparison: all-satisfied and soft reward before → after on the scored tasks, with the distance of the
+    aligned model's outputs to the reference's (conv features) and the generator samples used."""
+    lines = [[VVR_METHODS[r.row], VVR_GENERATORS[r.info["generator"]], change(r, "acc", True), change(r, "soft", True),
+              f"{r.values['feat_dist_to_ref']:.3f}", f"{r.values['samples_policy']:.0f} + {r.values['samples_reference']:.0f}"]
+             for r in t.rows]
+    return table(["method", "generator", "all-satisfied before → after", "soft reward before → after",
+                  "distance to reference", "generator samples (policy + reference)"], lines)
 
 
 LAMBDAS = {"0": "0 (tilted reference only)", "0.5": "0.5 (shipped)", "0.85": "0.85 (published ρ = 0.15)"}
@@ -684,6 +695,14 @@ ENTRIES: tuple[Entry, ...] = (
           pictures={"one_step_samples.png": "assets/readme/vvr2_one_step_samples.png"}),
     Entry("vvr_compare_heldout_60", ((None, (*COMPARE, "--steps", "60", "--out", "{out}")),), fast=False,
           blocks={"vvr_compare_heldout_60": vvr_methods}),
+    Entry("vvr2_same_template_60", ((None, (*COMPARE, "--mode", "same_template", "--out", "{out}")),), fast=False,
+          blocks={"vvr2_same_template_60": vvr2_methods},
+          note="every method trained 60 steps on the v2 easy pool from the shipped v2 bases, scored on 512 unseen tasks "
+               "of that pool"),
+    Entry("vvr2_easy_to_hard_60", ((None, (*COMPARE, "--mode", "easy_to_hard", "--out", "{out}")),), fast=False,
+          blocks={"vvr2_easy_to_hard_60": vvr2_methods},
+          note="every method trained 60 steps on bins 1-2 of the bench-matched v2 pool, scored on 100 bench tasks of "
+               "each of bins 3-5"),
     Entry("vvr_compare_heldout_300", ((None, (*COMPARE, "--steps", "300", "--out", "{out}")),), fast=False,
           blocks={"vvr_compare_heldout_300": vvr_methods}),
     Entry("vvr_compare_fit", ((None, (*COMPARE, *FIT, "--steps", "300", "--out", "{out}")),), fast=False,
