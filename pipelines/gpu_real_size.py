@@ -4,6 +4,7 @@ the published size (random weights, bf16, LoRA, gradient checkpointing), with pe
     python pipelines/gpu_real_size.py --out runs/real_size                 # on a GPU: every family (README: what one H200 showed)
     python pipelines/gpu_real_size.py --tiny --out runs/real_size_tiny     # the same code on CPU with tiny widths
     python pipelines/gpu_real_size.py --from-disk wan2.1-t2v-1.3b      # Wan also: save, then `visalign train` on the folder
+    python pipelines/gpu_real_size.py --isolate --family-timeout 240 --steps 1   # each family in its own process
 
 Per family it builds the pipeline (``visalign.benchmarks.real_size``), builds the adapter and the trainer from the
 shipped YAML (the adapter gets the in-memory pipeline; ``generator.path`` is only recorded; ``--steps`` steps, 2 by
@@ -153,6 +154,33 @@ def check_from_disk(family: str, saved: dict, tiny: bool, out: Path, extra: list
                 tail=(proc.stdout + proc.stderr)[-1500:])
 
 
+def check_isolated(family: str, argv: list[str], out: Path, limit_s: float) -> dict:
+    """One family in a child process of this script (``--families FAMILY``, the other options as given) under
+    ``limit_s`` seconds: a CUDA error or a leak in one family cannot reach the next. Its record, or why there is none."""
+    cmd = [sys.executable, str(Path(__file__).resolve()), *argv, "--families", family, "--out", str(out / family)]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=limit_s)
+    except subprocess.TimeoutExpired:
+        return dict(family=family, error=f"over its {limit_s:g} s limit (--family-timeout)")
+    result = out / family / "real_size.json"
+    if not result.is_file():
+        return dict(family=family, error=f"the child process exited {proc.returncode} without a record",
+                    traceback=(proc.stdout + proc.stderr)[-3000:])
+    return json.loads(result.read_text())["results"][0]
+
+
+def _child_argv(argv: list[str]) -> list[str]:
+    """This run's options for a child, without the ones the parent sets per family."""
+    out, skip = [], False
+    for arg in argv:
+        if skip and not arg.startswith("--"):
+            continue
+        skip = arg in ("--isolate", "--families", "--out", "--family-timeout", "--budget-s")
+        if not skip:
+            out.append(arg)
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--families", nargs="+", default=list(FAMILIES), choices=list(FAMILIES))
@@ -163,6 +191,9 @@ def main() -> int:
     parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="extra config overrides for every family")
     parser.add_argument("--steps", type=int, default=2, help="training steps per family (the first one warms up)")
     parser.add_argument("--budget-s", type=float, default=0, help="skip the remaining families after this many seconds (0: none)")
+    parser.add_argument("--isolate", action="store_true", help="run each family in its own child process (a CUDA error or "
+                        "leftover memory in one cannot reach the next)")
+    parser.add_argument("--family-timeout", type=float, default=600, help="with --isolate: seconds each family may take")
     args = parser.parse_args()
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     args.out.mkdir(parents=True, exist_ok=True)
@@ -171,12 +202,16 @@ def main() -> int:
         if args.budget_s and time.perf_counter() - start > args.budget_s:
             results.append(dict(family=family, skipped=f"over the {args.budget_s} s budget"))
             continue
-        try:
-            record = check_in_memory(family, args.tiny, args.out, device, family in args.from_disk, args.set, args.steps)
-        except Exception as exc:  # one family's failure must not hide the others' figures
-            import traceback
+        if args.isolate:
+            left = args.budget_s - (time.perf_counter() - start) if args.budget_s else math.inf
+            record = check_isolated(family, _child_argv(sys.argv[1:]), args.out, min(args.family_timeout, left))
+        else:
+            try:
+                record = check_in_memory(family, args.tiny, args.out, device, family in args.from_disk, args.set, args.steps)
+            except Exception as exc:  # one family's failure must not hide the others' figures
+                import traceback
 
-            record = dict(family=family, error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc()[-3000:])
+                record = dict(family=family, error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc()[-3000:])
         results.append(record)
         print(json.dumps({k: v for k, v in record.items() if k not in ("traceback", "overrides")}), flush=True)
         (args.out / "real_size.json").write_text(json.dumps(dict(device=torch.cuda.get_device_name() if device.type == "cuda"
