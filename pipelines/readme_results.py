@@ -699,6 +699,10 @@ ENTRIES: tuple[Entry, ...] = (
           blocks={"vvr2_same_template_60": vvr2_methods},
           note="every method trained 60 steps on the v2 easy pool from the shipped v2 bases, scored on 512 unseen tasks "
                "of that pool"),
+    Entry("vvr2_heldout_60", ((None, (*COMPARE, "--mode", "heldout", "--out", "{out}")),), fast=False,
+          blocks={"vvr2_heldout_60": vvr2_methods},
+          note="every method trained 60 steps on the v2 easy pool from the shipped v2 bases, scored on 100 VVRBench v2 "
+               "tasks of each difficulty bin 1-5"),
     Entry("vvr2_easy_to_hard_60", ((None, (*COMPARE, "--mode", "easy_to_hard", "--out", "{out}")),), fast=False,
           blocks={"vvr2_easy_to_hard_60": vvr2_methods},
           note="every method trained 60 steps on bins 1-2 of the bench-matched v2 pool, scored on 100 bench tasks of "
