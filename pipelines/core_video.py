@@ -18,7 +18,7 @@ clips, as a multiple of the base model's), Spearman(LRM, judge) over the second 
 ``samples.gif`` (base, CoRe and fixed after training, same noise) and ``results.json``.
 
     python pipelines/core_video.py --out runs/core_video --arms fixed core      # the issue's claims 1-2, 3 seeds
-    python pipelines/core_video.py --arms anchor_only generator_only oracle oracle_core --seeds 0   # ablations
+    python pipelines/core_video.py --arms anchor_only generator_only oracle oracle_core   # ablations
 """
 from __future__ import annotations
 

@@ -61,12 +61,10 @@ UNTRACED_FIGURES = {
     "Latent reward models and CoRe (tiny images and video)": {
         "0.926": "core_compare_images.py prints the standalone LRM's pair accuracy; the result file does not store it",
     },
-    "Real-size check on a GPU": {"11.9": "FLUX.1 [dev] parameters (billions), asserted by tests/test_real_size.py"},
     "Audio-video: modality-anchored GRPO (AV-GRPO)": {
         f: "AV-GRPO video-quality investigation: av_compare.py variants run once each, commands in the text"
         for f in ("-0.0155", "-0.0093", "-0.0095", "-0.0097", "-0.0042")
     },
-    "Rewards": {"0.102": "visalign bench ocr: shuffled-prompt score (printed, no result file)"},
 }
 
 
