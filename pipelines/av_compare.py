@@ -23,6 +23,7 @@ from pathlib import Path
 import torch
 
 from visalign.core import PromptList, build_algorithm, build_reward, load_generator
+from visalign.core.config import apply_overrides
 from visalign.core.types import cat_samples, index_samples
 from visalign.results import ResultRow, Tolerance, write_results
 from visalign.trainer import Trainer, TrainerCallback, TrainerConfig
@@ -135,28 +136,16 @@ def advantage_correlation(base, prompts: list[str], group: int, seed: int) -> di
     return out
 
 
-def algorithm_overrides(pairs: list[str]) -> dict:
-    """``KEY=VALUE`` strings (values read as YAML) as overrides of the av_grpo config."""
-    import yaml
-
-    out = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep:
-            raise SystemExit(f"--set expects KEY=VALUE, got {pair!r}")
-        out[key] = yaml.safe_load(value)
-    return out
-
-
 def train(method: str, base_path: Path, prompts: list[str], args, out: Path):
     policy = load_generator(base_path)
     reference = load_generator(base_path).frozen_copy()
-    algo = build_algorithm({"name": "av_grpo", "mode": METHODS[method], "group_size": args.group, "num_steps": args.num_steps,
-                            "steps_per_modality": args.steps_per_modality, "noise_video": args.noise_video,
-                            "noise_audio": args.noise_audio, "kl_video": args.kl_video, "kl_audio": args.kl_audio,
-                            "order": args.order, "reset_optimizer": not args.keep_optimizer,
-                            **({"video_rewards": args.video_rewards} if args.video_rewards else {}),
-                            **({"audio_rewards": args.audio_rewards} if args.audio_rewards else {}), **algorithm_overrides(args.set)})
+    section = {"name": "av_grpo", "mode": METHODS[method], "group_size": args.group, "num_steps": args.num_steps,
+               "steps_per_modality": args.steps_per_modality, "noise_video": args.noise_video,
+               "noise_audio": args.noise_audio, "kl_video": args.kl_video, "kl_audio": args.kl_audio,
+               "order": args.order, "reset_optimizer": not args.keep_optimizer,
+               **({"video_rewards": args.video_rewards} if args.video_rewards else {}),
+               **({"audio_rewards": args.audio_rewards} if args.audio_rewards else {})}
+    algo = build_algorithm(apply_overrides(section, args.set))
     cfg = TrainerConfig(steps=args.steps, prompts_per_step=args.prompts_per_step, learning_rate=args.lr, max_grad_norm=1.0,
                         eval_every=args.eval_every, eval_batch_size=args.eval_size, log_with=[], progress=True,
                         output_dir=str(out / method), seed=args.seed)

@@ -169,19 +169,19 @@ def check_isolated(family: str, argv: list[str], out: Path, limit_s: float) -> d
     return json.loads(result.read_text())["results"][0]
 
 
-def _child_argv(argv: list[str]) -> list[str]:
-    """This run's options for a child, without the ones the parent sets per family."""
-    out, skip = [], False
-    for arg in argv:
-        if skip and not arg.startswith("--"):
-            continue
-        skip = arg in ("--isolate", "--families", "--out", "--family-timeout", "--budget-s")
-        if not skip:
-            out.append(arg)
-    return out
+def child_argv(args: argparse.Namespace) -> list[str]:
+    """The options a family's child process repeats from this run (the parent sets its family and folder)."""
+    argv = ["--steps", str(args.steps)]
+    if args.tiny:
+        argv.append("--tiny")
+    if args.set:
+        argv += ["--set", *args.set]
+    if args.from_disk:
+        argv += ["--from-disk", *args.from_disk]
+    return argv
 
 
-def main() -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--families", nargs="+", default=list(FAMILIES), choices=list(FAMILIES))
     parser.add_argument("--tiny", action="store_true", help="tiny widths and depths (CPU tests of this script)")
@@ -194,7 +194,11 @@ def main() -> int:
     parser.add_argument("--isolate", action="store_true", help="run each family in its own child process (a CUDA error or "
                         "leftover memory in one cannot reach the next)")
     parser.add_argument("--family-timeout", type=float, default=600, help="with --isolate: seconds each family may take")
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> int:
+    args = build_parser().parse_args()
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     args.out.mkdir(parents=True, exist_ok=True)
     results, start = [], time.perf_counter()
@@ -204,7 +208,7 @@ def main() -> int:
             continue
         if args.isolate:
             left = args.budget_s - (time.perf_counter() - start) if args.budget_s else math.inf
-            record = check_isolated(family, _child_argv(sys.argv[1:]), args.out, min(args.family_timeout, left))
+            record = check_isolated(family, child_argv(args), args.out, min(args.family_timeout, left))
         else:
             try:
                 record = check_in_memory(family, args.tiny, args.out, device, family in args.from_disk, args.set, args.steps)

@@ -290,32 +290,30 @@ AV_METHODS = {"av_grpo": "av_grpo (anchored)", "joint_grpo": "joint", "video_sde
 AV_SEEDS = ("0", "1", "2")
 
 
-def av_toy_table(t: ResultTable, methods: dict[str, str] | None = None, quality_digits: int = 3) -> str:
-    """Per method (``methods``: row prefix before the seed, then the method -> its label; default: every method of the
-    plain seed runs), its rollouts and each change after training with its paired SE, seeds 0 / 1 / 2."""
-    methods = methods or {f"/{m}": label for m, label in AV_METHODS.items()}
+def av_toy_table(t: ResultTable, lines_of: list[tuple[str, str, str]] | None = None, quality_digits: int = 3) -> str:
+    """Per line (``lines_of``: run-label prefix of its rows, method, label; default: every method of the plain seed
+    runs), the rollouts and each change after training with its paired SE, seeds 0 / 1 / 2."""
+    lines_of = lines_of or [("", m, label) for m, label in AV_METHODS.items()]
 
-    def cells(key: str, column: str, digits: int, with_se: bool = True) -> str:
-        prefix, _, method = key.rpartition("/")
-        out = []
-        for seed in AV_SEEDS:
-            r = t.row(f"{prefix + '/' if prefix else ''}seed={seed}/{method}")
-            out.append(signed(r.values[column], digits) + (f" (±{r.se[column]:.{digits}f})" if with_se else ""))
-        return " / ".join(out)
+    def rows(prefix: str, method: str) -> list:
+        return [t.row(f"{prefix}seed={seed}/{method}") for seed in AV_SEEDS]
 
-    def rollouts(key: str) -> str:
-        prefix, _, method = key.rpartition("/")
-        return str(t.row(f"{prefix + '/' if prefix else ''}seed={AV_SEEDS[0]}/{method}").info["rollouts"])
+    def cells(runs: list, column: str, digits: int, with_se: bool = True) -> str:
+        return " / ".join(signed(r.values[column], digits) + (f" (±{r.se[column]:.{digits}f})" if with_se else "")
+                          for r in runs)
 
-    lines = [[label, rollouts(key), cells(key, "desync", 2), cells(key, "video_quality", quality_digits),
-              cells(key, "audio_quality", 1, with_se=False)] for key, label in methods.items()]
+    lines = []
+    for prefix, method, label in lines_of:
+        runs = rows(prefix, method)
+        lines.append([label, str(runs[0].info["rollouts"]), cells(runs, "desync", 2),
+                      cells(runs, "video_quality", quality_digits), cells(runs, "audio_quality", 1, with_se=False)])
     return table(["method", "rollouts", "Δ desync (frames)", "Δ video quality", "Δ audio quality (dB)"], lines)
 
 
 def av_toy_large_batch(t: ResultTable) -> str:
     """The four methods at 16 prompts per step, then AV-GRPO without the second z-scoring."""
-    return av_toy_table(t, {**{f"/{m}": label for m, label in AV_METHODS.items()},
-                            "renormalize=false/av_grpo": "av_grpo, `renormalize: false`"}, quality_digits=4)
+    return av_toy_table(t, [*(("", m, label) for m, label in AV_METHODS.items()),
+                            ("renormalize=false/", "av_grpo", "av_grpo, `renormalize: false`")], quality_digits=4)
 
 
 def av_toy_base(t: ResultTable) -> str:

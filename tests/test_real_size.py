@@ -53,8 +53,9 @@ def test_frozen_fingerprint_sees_a_moved_frozen_weight():
 
 def test_isolated_family_runs_in_a_child_process_and_reports_a_timeout(tmp_path):
     script = load_pipeline_script("gpu_real_size")
-    assert script._child_argv(["--isolate", "--families", "flux.1-dev", "ltx-2", "--tiny", "--set", "a=1", "b=2",
-                               "--out", "x", "--family-timeout", "9", "--steps", "1"]) == ["--tiny", "--set", "a=1", "b=2", "--steps", "1"]
+    parsed = script.build_parser().parse_args(["--isolate", "--families", "flux.1-dev", "ltx-2", "--tiny", "--set", "a=1",
+                                               "b=2", "--out", "x", "--family-timeout", "9", "--steps", "1"])
+    assert script.child_argv(parsed) == ["--steps", "1", "--tiny", "--set", "a=1", "b=2"]  # not the parent's own options
     record = script.check_isolated("sana-sprint-1.6b", ["--tiny", "--steps", "1"], tmp_path, limit_s=300)
     assert record["family"] == "sana-sprint-1.6b" and record["loss_finite"] and record["only_lora_moved"]
     late = script.check_isolated("sana-sprint-1.6b", ["--tiny", "--steps", "1"], tmp_path / "late", limit_s=0.01)
