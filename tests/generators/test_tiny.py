@@ -6,7 +6,7 @@ import torch
 
 from visalign.core.config import ConfigError
 from visalign.core.generator import build_generator, load_generator
-from visalign.generators import TinyFlowGenerator, TinyImageConfig, TinyOneStepConfig, TinyOneStepGenerator
+from visalign.generators import TinyFlowConfig, TinyFlowGenerator, TinyImageConfig, TinyOneStepConfig, TinyOneStepGenerator
 
 KINDS = ["one_step", "flow"]
 
@@ -88,19 +88,24 @@ def test_tiny_flow_sde_log_probs_match_recomputation(flow, prompts):
     assert _output_layer(flow).grad.abs().sum() > 0
 
 
-def test_tiny_flow_matching_loss_trains(flow):
-    x0 = torch.zeros(8, 3, 16, 16)
-    x0[:, 0] = 0.8  # a flat red image
+def _fit_flat_red(flow: TinyFlowGenerator, size: int, steps: int = 80) -> tuple[list[float], torch.Tensor]:
+    """Flow-match a flat red image for ``steps`` Adam steps: the losses and 8 samples afterwards."""
+    x0 = torch.zeros(8, 3, size, size)
+    x0[:, 0] = 0.8
     opt = torch.optim.Adam(flow.parameters(), lr=3e-3)
     losses = []
-    for step in range(80):
+    for step in range(steps):
         loss = flow.flow_matching_loss(x0, flow.encode(["a red image"] * 8), generator=_seeded(step))
         opt.zero_grad()
         loss.backward()
         opt.step()
         losses.append(loss.item())
+    return losses, flow.sample(noise=flow.make_noise(8, _seeded()), prompts=["a red image"] * 8)
+
+
+def test_tiny_flow_matching_loss_trains(flow):
+    losses, out = _fit_flat_red(flow, 16)
     assert sum(losses[-10:]) / 10 < 0.6 * sum(losses[:10]) / 10, losses
-    out = flow.sample(noise=flow.make_noise(8, _seeded()), prompts=["a red image"] * 8)
     assert out[:, 0].mean() > out[:, 1:].mean() + 0.3
 
 
@@ -142,10 +147,38 @@ def test_registry_build_and_config_errors():
         build_generator({"name": "tiny_one_step", "backbone": "resnet"})
     with pytest.raises(ConfigError, match="multiple of 16"):
         build_generator({"name": "tiny_one_step", "backbone": "unet", "unet_channels": [16, 20]})
-    with pytest.raises(ConfigError, match="divisible by 2\\*\\*len"):
+    with pytest.raises(ConfigError, match="divisible by unet_unshuffle × 2\\*\\*\\(len\\(unet_channels\\) - 1\\) = 8"):
         build_generator({"name": "tiny_one_step", "backbone": "unet", "image_size": 12, "patch_size": 4, "unet_channels": [16, 32, 32]})
+    with pytest.raises(ConfigError, match="= 16"):
+        build_generator({"name": "tiny_one_step", "backbone": "unet", "image_size": 24, "unet_unshuffle": 4,
+                         "unet_channels": [16, 32, 32]})
+    with pytest.raises(ConfigError, match="unet_unshuffle must be >= 1"):
+        build_generator({"name": "tiny_one_step", "backbone": "unet", "unet_unshuffle": 0})
     with pytest.raises(ConfigError, match="parametrization: 'velocity' is not one of"):
         build_generator({"name": "tiny_one_step", "parametrization": "velocity"})
+
+
+def test_unet_unshuffle_sets_the_denoisers_grid_keeps_the_image_size_and_round_trips(tmp_path):
+    gen = build_generator({"name": "tiny_one_step", "backbone": "unet", "image_size": 64, "unet_unshuffle": 4,
+                           "unet_channels": [16, 32, 32]})
+    unet = gen.backbone.denoiser
+    assert unet.conv_in.in_channels == 48 and unet.conv_out.out_channels == 48 and unet.config.sample_size == 16
+    noise = gen.make_noise(2, _seeded())
+    x = gen.sample(["a red circle", "a blue square"], noise=noise)
+    assert x.shape == (2, 3, 64, 64)
+    gen.save_pretrained(tmp_path / "ckpt")
+    loaded = load_generator(tmp_path / "ckpt")
+    assert loaded.config.unet_unshuffle == 4
+    torch.testing.assert_close(loaded.sample(["a red circle", "a blue square"], noise=noise), x, rtol=0, atol=0)
+
+
+def test_unet_on_a_4x4_space_to_depth_view_learns_a_flat_image():
+    torch.manual_seed(0)
+    flow = TinyFlowGenerator(TinyFlowConfig(image_size=32, text_hidden=32, vocab_buckets=256, max_length=12,
+                                            backbone="unet", unet_channels=(48, 48), unet_unshuffle=4, num_steps=3))
+    losses, out = _fit_flat_red(flow, 32)
+    assert sum(losses[-10:]) / 10 < 0.8 * sum(losses[:10]) / 10, losses  # slower than f = 2: 48 channels per cell
+    assert out[:, 0].mean() > out[:, 1:].mean() + 0.3
 
 
 def test_flow_residual_student_starts_at_the_teachers_one_step_euler_sample(flow, small_image_config, prompts, tmp_path):

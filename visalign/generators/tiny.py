@@ -1,9 +1,9 @@
 """Tiny prompt-conditioned image generators: a tiny diffusers backbone conditioned on a tiny CLIP text encoder
 (``text_encoder: tiny_clip``) or on a frozen pretrained one such as MiniLM-L6 (``text_encoder: pretrained``).
 
-Backbones: ``sd3`` (``SD3Transformer2DModel``, patch tokens; fastest) or ``unet`` (``UNet2DConditionModel`` on a 2×2
-space-to-depth view of the image, cross-attention to the prompt tokens; slower per step, but its convolutions learn
-flat shapes far sooner). Both run on CPU and need no downloaded files.
+Backbones: ``sd3`` (``SD3Transformer2DModel``, patch tokens; fastest) or ``unet`` (``UNet2DConditionModel`` on an
+f×f space-to-depth view of the image, ``unet_unshuffle`` f = 2 by default, cross-attention to the prompt tokens;
+slower per step, but its convolutions learn flat shapes far sooner). Both run on CPU and need no downloaded files.
 ``tiny_one_step`` maps noise to an image in one pass (``tanh`` output in [-1, 1]), either directly (``image``) or as
 the noise minus a velocity (``flow_residual``, so a student copied from a ``tiny_flow`` teacher starts at the
 teacher's one-step Euler sample);
@@ -58,6 +58,9 @@ class TinyImageConfig(LoraOptions):
     backbone: Literal["sd3", "unet"] = option(
         "sd3", "denoiser: sd3 (SD3Transformer2DModel, fast) or unet (UNet2DConditionModel)")
     unet_channels: tuple[int, ...] = option((32, 64, 64), "unet backbone: block widths (each a multiple of 16)")
+    unet_unshuffle: int = option(
+        2, "unet backbone: space-to-depth factor f (the UNet runs on (f²·channels)×(S/f)×(S/f)); 4 at 64 px costs "
+        "about what 2 costs at 32 px")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -65,8 +68,10 @@ class TinyImageConfig(LoraOptions):
         self.unet_channels = tuple(int(c) for c in self.unet_channels)
         check(len(self.unet_channels) >= 2 and all(c > 0 and c % 16 == 0 for c in self.unet_channels),
               f"unet_channels must be >= 2 widths, each a multiple of 16 (group norm), got {self.unet_channels}")
-        check(self.backbone != "unet" or self.image_size % (2 ** len(self.unet_channels)) == 0,
-              f"unet backbone: image_size {self.image_size} must be divisible by 2**len(unet_channels)")
+        check(self.unet_unshuffle >= 1, f"unet_unshuffle must be >= 1, got {self.unet_unshuffle}")
+        check(self.backbone != "unet" or self.image_size % (self.unet_unshuffle * 2 ** (len(self.unet_channels) - 1)) == 0,
+              f"unet backbone: image_size {self.image_size} must be divisible by unet_unshuffle × 2**(len(unet_channels) - 1) "
+              f"= {self.unet_unshuffle * 2 ** (len(self.unet_channels) - 1)}")
         check(self.image_size >= 1 and self.channels >= 1, "image_size and channels must be >= 1")
         check(self.patch_size >= 1, f"patch_size must be >= 1, got {self.patch_size}")
         check(self.image_size % self.patch_size == 0, f"image_size {self.image_size} must be divisible by patch_size {self.patch_size}")
@@ -129,11 +134,12 @@ class TinyBackbone(nn.Module):
         if c.backbone == "unet":
             from diffusers import UNet2DConditionModel
 
-            levels = len(c.unet_channels)
+            levels, f = len(c.unet_channels), c.unet_unshuffle
+            self.unshuffle = f
             self.unet = UNet2DConditionModel(
-                sample_size=c.image_size // 2,
-                in_channels=4 * c.channels,
-                out_channels=4 * c.channels,
+                sample_size=c.image_size // f,
+                in_channels=f * f * c.channels,
+                out_channels=f * f * c.channels,
                 block_out_channels=c.unet_channels,
                 layers_per_block=1,
                 down_block_types=("DownBlock2D",) + ("CrossAttnDownBlock2D",) * (levels - 1),
@@ -189,9 +195,9 @@ class TinyBackbone(nn.Module):
         dtype = self.denoiser.dtype
         x, states, pooled, timestep = x.to(dtype), states.to(dtype), pooled.to(dtype), timestep.to(dtype)
         if self.kind == "unet":
-            out = self.unet(F.pixel_unshuffle(x, 2), timestep, encoder_hidden_states=states, class_labels=pooled,
-                            return_dict=False)[0]
-            return F.pixel_shuffle(out, 2)
+            out = self.unet(F.pixel_unshuffle(x, self.unshuffle), timestep, encoder_hidden_states=states,
+                            class_labels=pooled, return_dict=False)[0]
+            return F.pixel_shuffle(out, self.unshuffle)
         return self.transformer(hidden_states=x, encoder_hidden_states=states, pooled_projections=pooled,
                                 timestep=timestep, return_dict=False)[0]
 
