@@ -311,9 +311,8 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     suffix = "2" if v2 else ""
     flow_dir, student_dir = assets / f"tiny_flow_vvr{suffix}{args.tag}", assets / f"tiny_one_step_vvr{suffix}{args.tag}"
-    model = dict(MODEL, backbone=args.backbone, max_length=args.max_length or (80 if v2 else MODEL["max_length"]))
-    if (args.image_size, args.unet_unshuffle, args.unet_channels) != (32, 2, [32, 64, 64]):
-        model.update(image_size=args.image_size, unet_unshuffle=args.unet_unshuffle, unet_channels=args.unet_channels)
+    model = dict(MODEL, backbone=args.backbone, max_length=args.max_length or (80 if v2 else MODEL["max_length"]),
+                 image_size=args.image_size, unet_unshuffle=args.unet_unshuffle, unet_channels=args.unet_channels)
     size = args.image_size
     if args.text_encoder != "tiny_clip":
         model.update(text_encoder="pretrained", text_encoder_path=args.text_encoder)
@@ -392,8 +391,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 RESULT_ROWS = {"flow_4step": "flow 4 steps", "flow_8step": "flow 8 steps", "flow_8step_guided": "flow 8 steps guided",
-               "one_step": "one-step",
-               "one_step_random_init": "one-step random init"}
+               "one_step": "one-step", "one_step_random_init": "one-step random init"}
 
 
 def result_rows(metrics: dict) -> list[ResultRow]:

@@ -60,7 +60,7 @@ class TinyImageConfig(LoraOptions):
     unet_channels: tuple[int, ...] = option((32, 64, 64), "unet backbone: block widths (each a multiple of 16)")
     unet_unshuffle: int = option(
         2, "unet backbone: space-to-depth factor f (the UNet runs on (f²·channels)×(S/f)×(S/f)); 4 at 64 px costs "
-        "about what 2 costs at 32 px")
+        "about what 2 costs at 32 px; keep the first width >= f²·channels")
 
     def __post_init__(self) -> None:
         super().__post_init__()
