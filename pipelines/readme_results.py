@@ -155,6 +155,13 @@ def vvr2_methods(t: ResultTable) -> str:
                   "distance to reference", "generator samples (policy + reference)"], lines)
 
 
+def vvr2_lambda(t: ResultTable) -> str:
+    """RWTD's λ on the v2 base: all-satisfied and soft reward on the scored tasks, and the distance to the reference."""
+    lines = [[LAMBDAS.get(r.row.split("/")[0].removeprefix("lam="), r.row), change(r, "acc", True), change(r, "soft", True),
+              f"{r.values['feat_dist_to_ref']:.3f}"] for r in t.rows]
+    return table(["λ", "all-satisfied before → after", "soft reward before → after", "distance to reference"], lines)
+
+
 def rwtd_published(t: ResultTable) -> str:
     """RWTD in the published regime at one λ per row: held-out all-satisfied and soft reward, distance, samples."""
     lines = [[r.row.split("/")[0].replace("lam=", "λ = "), change(r, "acc", True), change(r, "soft", True),
@@ -729,6 +736,10 @@ ENTRIES: tuple[Entry, ...] = (
                                          "--out", "{out}", "--results", "{results}", "--threads", "1")),),
           fast=False, blocks={"vvr_pretrain_v2_64": pretrain_v2_table(20)},
           pictures={"one_step_samples.png": "assets/readme/vvr2_64_one_step_samples.png"}),
+    Entry("vvr2_rwtd_lambda_60", tuple((f"lam={lam}", (*COMPARE, "--mode", "same_template", "--methods", "rwtd",
+                                                       "--out", "{out}", f"algorithm.lam={lam}")) for lam in ("0", "0.5", "0.85")),
+          fast=False, blocks={"vvr2_rwtd_lambda_60": vvr2_lambda},
+          note="RWTD 60 steps from the shipped v2 one-step base at three λ, scored on 512 unseen easy-pool tasks x 2 draws"),
     Entry("vvr_rwtd_published_v1", tuple((f"lam={lam}", published_rwtd(lam)) for lam in ("0.85", "0.5")), fast=False,
           blocks={"vvr_rwtd_published_v1": rwtd_published},
           note="RWTD in the published regime on the v1 one-step base, scored on 512 held-out easy v1 tasks x 2 draws"),
