@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from visalign.results import ResultTable
+from visalign.results import ResultRow, ResultTable
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = ROOT / "assets" / "results"
@@ -145,30 +145,33 @@ def vvr_methods(t: ResultTable) -> str:
     return table(["method", "generator", "all-satisfied before → after", "soft reward before → after", "s / step"], lines)
 
 
-def vvr2_methods(t: ResultTable) -> str:
-    """The v2 comparison: all-satisfied and soft reward before → after on the scored tasks, with the distance of the
-    aligned model's outputs to the reference's (conv features) and the generator samples used."""
-    lines = [[VVR_METHODS[r.row], VVR_GENERATORS[r.info["generator"]], change(r, "acc", True), change(r, "soft", True),
-              f"{r.values['feat_dist_to_ref']:.3f}", f"{r.values['samples_policy']:.0f} + {r.values['samples_reference']:.0f}"]
+def vvr2_change_table(t: ResultTable, head: list[str], label: Callable[[ResultRow], list[str]],
+                      samples: bool = True) -> str:
+    """One line per row: its ``label`` cells, all-satisfied and soft reward before → after with paired SEs, the
+    distance of the aligned model's outputs to the reference's (conv features) and, with ``samples``, the generator
+    samples used."""
+    lines = [[*label(r), change(r, "acc", True), change(r, "soft", True), f"{r.values['feat_dist_to_ref']:.3f}",
+              *([f"{r.values['samples_policy']:.0f} + {r.values['samples_reference']:.0f}"] if samples else [])]
              for r in t.rows]
-    return table(["method", "generator", "all-satisfied before → after", "soft reward before → after",
-                  "distance to reference", "generator samples (policy + reference)"], lines)
+    return table([*head, "all-satisfied before → after", "soft reward before → after", "distance to reference",
+                  *(["generator samples (policy + reference)"] if samples else [])], lines)
+
+
+def vvr2_methods(t: ResultTable) -> str:
+    """The v2 comparison, one line per method."""
+    return vvr2_change_table(t, ["method", "generator"],
+                             lambda r: [VVR_METHODS[r.row], VVR_GENERATORS[r.info["generator"]]])
 
 
 def vvr2_lambda(t: ResultTable) -> str:
-    """RWTD's λ on the v2 base: all-satisfied and soft reward on the scored tasks, and the distance to the reference."""
-    lines = [[LAMBDAS.get(r.row.split("/")[0].removeprefix("lam="), r.row), change(r, "acc", True), change(r, "soft", True),
-              f"{r.values['feat_dist_to_ref']:.3f}"] for r in t.rows]
-    return table(["λ", "all-satisfied before → after", "soft reward before → after", "distance to reference"], lines)
+    """RWTD's λ on the v2 base, one line per λ."""
+    return vvr2_change_table(t, ["λ"], lambda r: [LAMBDAS.get(r.row.split("/")[0].removeprefix("lam="), r.row)],
+                             samples=False)
 
 
 def rwtd_published(t: ResultTable) -> str:
-    """RWTD in the published regime at one λ per row: held-out all-satisfied and soft reward, distance, samples."""
-    lines = [[r.row.split("/")[0].replace("lam=", "λ = "), change(r, "acc", True), change(r, "soft", True),
-              f"{r.values['feat_dist_to_ref']:.3f}", f"{r.values['samples_policy']:.0f} + {r.values['samples_reference']:.0f}"]
-             for r in t.rows]
-    return table(["published regime at", "all-satisfied before → after", "soft reward before → after",
-                  "distance to reference", "generator samples (policy + reference)"], lines)
+    """RWTD in the published regime, one line per λ."""
+    return vvr2_change_table(t, ["published regime at"], lambda r: [r.row.split("/")[0].replace("lam=", "λ = ")])
 
 
 LAMBDAS = {"0": "0 (tilted reference only)", "0.5": "0.5 (shipped)", "0.85": "0.85 (published ρ = 0.15)"}
@@ -651,7 +654,7 @@ COMPARE = (PY, "pipelines/vvr_compare.py", "--results", "{results}")
 #: the 64 px VVR v2 base (issue 19): 4×4 space-to-depth UNet, frozen MiniLM-L6, easy pool up to complexity 20
 BASE_64 = ("--image-size", "64", "--unet-unshuffle", "4", "--unet-channels", "64", "64", "96", "--text-encoder", "minilm",
            "--max-complexity", "20", "--tag", "_64", "--flow-minutes", "36", "--distill-minutes", "12")
-
+FIT = ("--fit-tasks", "16", "--eval-draws", "32")
 
 
 def published_rwtd(lam: str) -> tuple[str, ...]:
@@ -663,7 +666,6 @@ def published_rwtd(lam: str) -> tuple[str, ...]:
             "algorithm.target_ess=null", "algorithm.reward_scale=assets/calibration/vvr_v1_one_step.json",
             "algorithm.beta=0.5", "algorithm.current_floor=0.1", "algorithm.solver=sinkhorn", "algorithm.eps_floor=1e-4",
             "algorithm.step_size=0.2", "algorithm.features={name: ssl_encoder, path: assets/encoders/vvr_ssl}")
-FIT = ("--fit-tasks", "16", "--eval-draws", "32")
 
 
 def _lambda_runs() -> tuple[tuple[str, tuple[str, ...]], ...]:
