@@ -26,7 +26,7 @@ from visalign.generators.tiny_av import TinyAudioVideoConfig, TinyAudioVideoFlow
 from visalign.results import ResultRow, Tolerance, write_results
 from visalign.rewards.video import AudioVideoSyncReward, ObjectColorReward
 from visalign.toys.moving_shapes import WorldConfig, all_prompts, render_batch
-from visalign.toys.video_pretrain import BUDGET_NOTE, MEASURED_TOLERANCE, fit, flow_loss, shipped_training
+from visalign.toys.video_pretrain import BUDGET_NOTE, MEASURED_TOLERANCE, fit, flow_loss, shipped_training, training_record
 from visalign.trainer.visuals import save_samples
 
 MODEL = dict(image_size=16, frames=8, fps=8.0, patch_size=4, width=64, layers=2, heads=4, text_hidden=32,
@@ -53,6 +53,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--num-steps", type=int, default=4, help="sampling steps stored in the checkpoint's config")
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--width", type=int, default=None, help=f"token width of both towers (default {MODEL['width']})")
+    p.add_argument("--layers", type=int, default=None, help=f"transformer blocks per tower (default {MODEL['layers']})")
+    p.add_argument("--init", type=Path, default=None,
+                   help="continue training this tiny_av_flow checkpoint (its config sets the model; a fresh warmup + "
+                        "cosine schedule)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 is fastest on a shared 2-core machine)")
     p.add_argument("--assets", type=Path, default=Path("assets/av"))
@@ -62,24 +67,31 @@ def main(argv: list[str] | None = None) -> int:
                         "the pretrain_metrics.json beside it)")
     p.add_argument("--results", default=None, help="also write the result file (visalign.results format) here")
     args = p.parse_args(argv)
+    if args.init is not None and (args.width is not None or args.layers is not None):
+        p.error("--init takes the model size from the checkpoint; drop --width / --layers")
     began, errors = time.perf_counter(), {}
     torch.set_num_threads(args.threads)
     world = WorldConfig(size=MODEL["image_size"], frames=MODEL["frames"], fps=MODEL["fps"], sample_rate=MODEL["sample_rate"])
     prompts = all_prompts(audio=True)
     metrics: dict[str, object] = {}
     torch.manual_seed(args.seed)
-    model = TinyAudioVideoFlowGenerator(TinyAudioVideoConfig(**MODEL, num_steps=args.num_steps))
+    size = {"width": args.width or MODEL["width"], "layers": args.layers or MODEL["layers"]}
+    if args.init is not None:
+        size = {k: getattr(load_generator(args.init).config, k) for k in size}
+    model = TinyAudioVideoFlowGenerator(TinyAudioVideoConfig(**{**MODEL, **size}, num_steps=args.num_steps))
     metrics["random_init"], _ = measure(lambda ps, g: model.sample(ps, generator=g), prompts, errors=errors,
                                         name="random init")
     if args.pictures_only:
         model = load_generator(args.assets / "tiny_av_flow")
         metrics.update(shipped_training(args.assets, ("flow_matching",)))
     else:
+        if args.init is not None:
+            model = load_generator(args.init)
         start = time.perf_counter()
         losses = fit(model, flow_loss(model, world, args.batch, audio=True), args.steps, args.lr, args.minutes, args.seed,
                      "audio-video flow matching")
-        metrics["flow_matching"] = {"steps": len(losses), "seconds": round(time.perf_counter() - start, 1),
-                                    "loss_first20": round(sum(losses[:20]) / 20, 4), "loss_last20": round(sum(losses[-20:]) / 20, 4)}
+        metrics["flow_matching"] = {**training_record(losses, time.perf_counter() - start), **size,
+                                    **({"init": str(args.init)} if args.init is not None else {})}
         model.save_pretrained(args.assets / "tiny_av_flow")
     metrics["renders"], renders = measure(lambda ps, g: render_batch(ps, world, g, audio=True), prompts, errors=errors,
                                           name="renders")

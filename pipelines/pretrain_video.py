@@ -29,7 +29,8 @@ from visalign.generators.tiny_video import (TinyVideoFlowConfig, TinyVideoFlowGe
 from visalign.results import ResultRow, Tolerance, write_results
 from visalign.rewards.video import ObjectColorReward
 from visalign.toys.moving_shapes import WorldConfig, all_prompts, render_batch
-from visalign.toys.video_pretrain import BUDGET_NOTE, MEASURED_TOLERANCE, distill_loss, fit, flow_loss, shipped_training
+from visalign.toys.video_pretrain import BUDGET_NOTE, MEASURED_TOLERANCE, distill_loss, fit, flow_loss, shipped_training,
+                                         training_record
 from visalign.trainer.visuals import save_samples
 
 MODEL = dict(image_size=16, frames=8, fps=8.0, patch_size=4, width=64, layers=2, heads=4, text_hidden=32,
@@ -85,8 +86,7 @@ def main(argv: list[str] | None = None) -> int:
             start = time.perf_counter()
             losses = fit(flow, flow_loss(flow, world, args.batch), args.flow_steps, args.lr, args.flow_minutes, args.seed,
                          "video flow matching")
-            metrics["flow"] = {"steps": len(losses), "seconds": round(time.perf_counter() - start, 1),
-                               "loss_first20": round(sum(losses[:20]) / 20, 4), "loss_last20": round(sum(losses[-20:]) / 20, 4)}
+            metrics["flow"] = training_record(losses, time.perf_counter() - start)
         student = TinyVideoOneStepGenerator(TinyVideoOneStepConfig(**MODEL, parametrization="flow_residual"))
         student.backbone.load_state_dict(flow.backbone.state_dict())
         flow.requires_grad_(False)
@@ -94,8 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         losses = fit(student, distill_loss(student, flow, args.batch, args.teacher_steps), args.distill_steps, args.lr / 2,
                      args.distill_minutes, args.seed + 1, "one-step distillation")
         flow.requires_grad_(True)
-        metrics["one_step"] = {"steps": len(losses), "seconds": round(time.perf_counter() - start, 1),
-                               "loss_first20": round(sum(losses[:20]) / 20, 4), "loss_last20": round(sum(losses[-20:]) / 20, 4)}
+        metrics["one_step"] = training_record(losses, time.perf_counter() - start)
         flow.save_pretrained(args.assets / "tiny_video_flow")
         student.save_pretrained(args.assets / "tiny_video_one_step")
     metrics["random_init_one_step_object_color"], _ = measure(lambda ps, g: random_student.sample(ps, generator=g), all_prompts(),

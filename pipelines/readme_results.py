@@ -174,6 +174,15 @@ def rwtd_published(t: ResultTable) -> str:
     return vvr2_change_table(t, ["published regime at"], lambda r: [r.row.split("/")[0].replace("lam=", "λ = ")])
 
 
+#: the two ways of spending 8x the 300-step table's samples on RWTD (v1 held-out): row label -> table cell
+RWTD_BUDGETS = {"accum=8": "8 prompt groups per step, 300 steps", "steps=2400": "1 prompt group per step, 2,400 steps"}
+
+
+def rwtd_budget(t: ResultTable) -> str:
+    """RWTD with 8x the samples, as a larger batch or as more steps, one line each."""
+    return vvr2_change_table(t, ["8× the samples as"], lambda r: [RWTD_BUDGETS[r.row.split("/")[0]]])
+
+
 LAMBDAS = {"0": "0 (tilted reference only)", "0.5": "0.5 (shipped)", "0.85": "0.85 (published ρ = 0.15)"}
 
 
@@ -745,6 +754,12 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("vvr_rwtd_published_v1", tuple((f"lam={lam}", published_rwtd(lam)) for lam in ("0.85", "0.5")), fast=False,
           blocks={"vvr_rwtd_published_v1": rwtd_published},
           note="RWTD in the published regime on the v1 one-step base, scored on 512 held-out easy v1 tasks x 2 draws"),
+    Entry("vvr_rwtd_budget_v1", (("accum=8", (*COMPARE, "--methods", "rwtd", "--steps", "300", "--samples-per-step", "512",
+                                              "--out", "{out}", "trainer.grad_accum=8")),
+                                 ("steps=2400", (*COMPARE, "--methods", "rwtd", "--steps", "2400", "--out", "{out}"))),
+          fast=False, blocks={"vvr_rwtd_budget_v1": rwtd_budget},
+          note="RWTD (the v1 config) with 8x the 300-step table's samples, as 8 prompt groups per optimizer step or as "
+               "8x the steps, scored on 512 held-out easy v1 tasks x 2 draws"),
     Entry("vvr_compare_heldout_60", ((None, (*COMPARE, "--steps", "60", "--out", "{out}")),), fast=False,
           blocks={"vvr_compare_heldout_60": vvr_methods}),
     Entry("vvr2_same_template_60", ((None, (*COMPARE, "--mode", "same_template", "--out", "{out}")),), fast=False,

@@ -221,9 +221,9 @@ def main(argv: list[str] | None = None) -> int:
         x_ref = outputs(reference, eval_prompts)
         before = scores(x_ref, eval_prompts, eval_meta)
         print(f"== {method}: {args.steps} steps x {cfg.trainer.prompts_per_step} prompts")
-        start = time.perf_counter()
+        train_start = time.perf_counter()
         trainer.train()
-        seconds = time.perf_counter() - start
+        seconds = time.perf_counter() - train_start
         x = outputs(trainer.policy, eval_prompts)
         after = scores(x, eval_prompts, eval_meta)
         with torch.no_grad():

@@ -70,6 +70,13 @@ def fit(model: torch.nn.Module, loss_fn: LossFn, max_steps: int, lr: float = 1e-
     return losses
 
 
+def training_record(losses: list[float], seconds: float) -> dict[str, float]:
+    """Steps, seconds and the mean loss of the first and of the last 20 steps (fewer when the run was shorter)."""
+    first, last = losses[:20], losses[-20:]
+    return {"steps": len(losses), "seconds": round(seconds, 1), "loss_first20": round(sum(first) / len(first), 4),
+            "loss_last20": round(sum(last) / len(last), 4)}
+
+
 def world_latents(model: FlowModel, prompts: list[str], world: WorldConfig, generator: torch.Generator,
                   audio: bool) -> torch.Tensor:
     """Rendered clips for ``prompts`` as ``model``'s latents (the flat ``[video | audio]`` vector for audio-video)."""
@@ -105,4 +112,4 @@ def distill_loss(student: Generator, teacher: FlowModel, batch: int, teacher_ste
     return loss_fn
 
 
-__all__ = ["fit", "flow_loss", "distill_loss", "world_latents"]
+__all__ = ["fit", "flow_loss", "distill_loss", "training_record", "world_latents"]
