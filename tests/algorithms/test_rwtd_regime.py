@@ -93,3 +93,21 @@ def test_accumulated_prompt_groups_give_the_gradient_of_one_large_batch():
 
     for g_big, g_acc in zip(grads([big]), grads([half(0), half(1)])):
         assert torch.allclose(g_big, g_acc, atol=1e-6)
+
+
+def test_groups_with_equal_rewards_are_counted_not_averaged_into_beta():
+    """A group whose rewards are all equal has no finite β (every β keeps the weights uniform): it counts in
+    ``rwtd/flat_groups`` and stays out of the mean β, which would otherwise be NaN."""
+    torch.manual_seed(0)
+    policy = ToyOneStepGenerator()
+    # prompt "flat" scores 0 on every sample; prompt "varied" scores the first coordinate
+    reward = FunctionReward(lambda s, p, m: s[:, 0] * torch.tensor([q == "varied" for q in p], dtype=s.dtype), name="x")
+    ctx = TrainContext(policy, policy.frozen_copy(), reward, torch.device("cpu"))
+    algo = RWTD(RWTDConfig(num_current=4, num_reference=4, target_ess=0.5))
+    rollout = algo.rollout(ctx, PromptBatch(["flat", "varied"]), torch.Generator().manual_seed(3))
+    _, metrics = algo.loss(ctx, rollout)
+    assert metrics["rwtd/flat_groups"] == 0.5
+    assert 0 < metrics["rwtd/beta"] < float("inf")
+    rollout = algo.rollout(ctx, PromptBatch(["flat"]), torch.Generator().manual_seed(3))
+    _, metrics = algo.loss(ctx, rollout)
+    assert metrics["rwtd/flat_groups"] == 1.0 and "rwtd/beta" not in metrics

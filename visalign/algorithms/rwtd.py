@@ -145,7 +145,8 @@ class RWTD(Algorithm):
         in_features = cfg.regression_space == "features"
         cur_values = f_cur if in_features else as_tensor(current).flatten(1)
         targets = torch.empty_like(cur_values)
-        stats: dict[str, list[float]] = {"ess": [], "beta": [], "target_reward": [], "transport_cost": [], "shift": []}
+        stats: dict[str, list[float]] = {"ess": [], "beta": [], "flat_groups": [], "target_reward": [], "transport_cost": [],
+                                         "shift": []}
         start = time.perf_counter()
         for gc, gr in zip(group_slices(len(batch), n), group_slices(len(batch), m)):
             rc, rr = r_cur[gc], (r_ref[gr] if m else r_cur[:0])
@@ -168,12 +169,14 @@ class RWTD(Algorithm):
                                        eps_floor=cfg.eps_floor, layout=layout)
             targets[gc] = partial_step(cur_values[gc], result.targets, cfg.step_size)
             stats["ess"].append(effective_sample_size(weights) / weights.numel())
-            stats["beta"].append(beta if math.isfinite(beta) else float("nan"))
+            stats["flat_groups"].append(float(not math.isfinite(beta)))
+            if math.isfinite(beta):
+                stats["beta"].append(beta)
             stats["target_reward"].append(float((weights * all_r.double().cpu().to(weights)).sum()))
             stats["transport_cost"].append(result.cost)
             stats["shift"].append(float((result.targets - cur_values[gc]).pow(2).sum(1).sqrt().mean()))
         ot_seconds = time.perf_counter() - start
-        extras = {"targets": targets, "ot_seconds": ot_seconds, "stats": {k: sum(v) / len(v) for k, v in stats.items()}}
+        extras = {"targets": targets, "ot_seconds": ot_seconds, "stats": {k: sum(v) / len(v) for k, v in stats.items() if v}}
         if m:
             extras["reference_reward"] = float(r_ref.mean())
         return Rollout(samples=current, batch=cur_batch, rewards=r_cur, noise=noise, extras=extras)
