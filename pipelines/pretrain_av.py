@@ -75,9 +75,9 @@ def main(argv: list[str] | None = None) -> int:
     prompts = all_prompts(audio=True)
     metrics: dict[str, object] = {}
     torch.manual_seed(args.seed)
-    size = {"width": args.width or MODEL["width"], "layers": args.layers or MODEL["layers"]}
-    if args.init is not None:
-        size = {k: getattr(load_generator(args.init).config, k) for k in size}
+    init = load_generator(args.init) if args.init is not None else None
+    size = ({k: getattr(init.config, k) for k in ("width", "layers")} if init is not None else
+            {"width": args.width or MODEL["width"], "layers": args.layers or MODEL["layers"]})
     model = TinyAudioVideoFlowGenerator(TinyAudioVideoConfig(**{**MODEL, **size}, num_steps=args.num_steps))
     metrics["random_init"], _ = measure(lambda ps, g: model.sample(ps, generator=g), prompts, errors=errors,
                                         name="random init")
@@ -85,8 +85,8 @@ def main(argv: list[str] | None = None) -> int:
         model = load_generator(args.assets / "tiny_av_flow")
         metrics.update(shipped_training(args.assets, ("flow_matching",)))
     else:
-        if args.init is not None:
-            model = load_generator(args.init)
+        if init is not None:
+            model = init
         start = time.perf_counter()
         losses = fit(model, flow_loss(model, world, args.batch, audio=True), args.steps, args.lr, args.minutes, args.seed,
                      "audio-video flow matching")

@@ -29,8 +29,8 @@ from visalign.generators.tiny_video import (TinyVideoFlowConfig, TinyVideoFlowGe
 from visalign.results import ResultRow, Tolerance, write_results
 from visalign.rewards.video import ObjectColorReward
 from visalign.toys.moving_shapes import WorldConfig, all_prompts, render_batch
-from visalign.toys.video_pretrain import BUDGET_NOTE, MEASURED_TOLERANCE, distill_loss, fit, flow_loss, shipped_training,
-                                         training_record
+from visalign.toys.video_pretrain import (BUDGET_NOTE, MEASURED_TOLERANCE, distill_loss, fit, flow_loss, shipped_training,
+                                          training_record)
 from visalign.trainer.visuals import save_samples
 
 MODEL = dict(image_size=16, frames=8, fps=8.0, patch_size=4, width=64, layers=2, heads=4, text_hidden=32,

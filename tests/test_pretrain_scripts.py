@@ -1,4 +1,5 @@
-"""``pipelines/pretrain_av.py``: the model size options and continuing from a checkpoint."""
+"""The tiny video / audio-video pretraining recipes: model size options, continuing from a checkpoint, and the
+training figures they record."""
 from __future__ import annotations
 
 import json
@@ -11,7 +12,7 @@ from safetensors.torch import load_file
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from pipelines import pretrain_av  # noqa: E402
+from pipelines import pretrain_av, pretrain_video  # noqa: E402
 
 
 def _run(tmp_path: Path, name: str, *extra: str) -> dict:
@@ -42,3 +43,16 @@ def test_init_refuses_a_model_size(tmp_path, capsys):
     with pytest.raises(SystemExit):
         pretrain_av.main(["--init", str(tmp_path), "--width", "32"])
     assert "--init takes the model size from the checkpoint" in capsys.readouterr().err
+
+
+def test_a_short_run_records_its_loss_means_over_the_steps_it_ran(tmp_path):
+    """Fewer than 20 steps: the first- and last-20 means are both the mean of every step, not a sum over 20."""
+    assets = tmp_path / "video"
+    pretrain_video.main(["--flow-steps", "3", "--distill-steps", "2", "--batch", "4", "--assets", str(assets),
+                         "--out", str(tmp_path / "pics")])
+    metrics = json.loads((assets / "pretrain_metrics.json").read_text())
+    for key, steps in (("flow", 3), ("one_step", 2)):
+        assert metrics[key]["steps"] == steps
+        assert metrics[key]["loss_first20"] == metrics[key]["loss_last20"] > 0
+    assert (assets / "tiny_video_flow" / "model.safetensors").is_file()
+    assert (assets / "tiny_video_one_step" / "model.safetensors").is_file()
