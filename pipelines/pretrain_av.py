@@ -67,26 +67,29 @@ def main(argv: list[str] | None = None) -> int:
                         "the pretrain_metrics.json beside it)")
     p.add_argument("--results", default=None, help="also write the result file (visalign.results format) here")
     args = p.parse_args(argv)
-    if args.init is not None and (args.width is not None or args.layers is not None):
-        p.error("--init takes the model size from the checkpoint; drop --width / --layers")
+    if (args.init is not None or args.pictures_only) and (args.width is not None or args.layers is not None):
+        p.error("--init and --pictures-only take the model size from the checkpoint; drop --width / --layers")
+    if args.init is not None and args.pictures_only:
+        p.error("--pictures-only trains nothing: drop --init")
     began, errors = time.perf_counter(), {}
     torch.set_num_threads(args.threads)
     world = WorldConfig(size=MODEL["image_size"], frames=MODEL["frames"], fps=MODEL["fps"], sample_rate=MODEL["sample_rate"])
     prompts = all_prompts(audio=True)
     metrics: dict[str, object] = {}
     torch.manual_seed(args.seed)
-    init = load_generator(args.init) if args.init is not None else None
-    size = ({k: getattr(init.config, k) for k in ("width", "layers")} if init is not None else
+    trained = (load_generator(args.assets / "tiny_av_flow") if args.pictures_only else
+               load_generator(args.init) if args.init is not None else None)
+    size = ({k: getattr(trained.config, k) for k in ("width", "layers")} if trained is not None else
             {"width": args.width or MODEL["width"], "layers": args.layers or MODEL["layers"]})
     model = TinyAudioVideoFlowGenerator(TinyAudioVideoConfig(**{**MODEL, **size}, num_steps=args.num_steps))
     metrics["random_init"], _ = measure(lambda ps, g: model.sample(ps, generator=g), prompts, errors=errors,
                                         name="random init")
     if args.pictures_only:
-        model = load_generator(args.assets / "tiny_av_flow")
+        model = trained
         metrics.update(shipped_training(args.assets, ("flow_matching",)))
     else:
-        if init is not None:
-            model = init
+        if trained is not None:
+            model = trained
         start = time.perf_counter()
         losses = fit(model, flow_loss(model, world, args.batch, audio=True), args.steps, args.lr, args.minutes, args.seed,
                      "audio-video flow matching")

@@ -38,11 +38,18 @@ def test_width_and_layers_set_the_model_and_init_continues_it(tmp_path):
     assert any(not torch.equal(before[k], after[k]) for k in before)
     assert all(torch.allclose(before[k], after[k], atol=1e-4) for k in before)
 
+    # measuring the checkpoint reports the size and training it recorded
+    measured = tmp_path / "measured.json"
+    pretrain_av.main(["--pictures-only", "--assets", str(tmp_path / "continued"), "--out", str(tmp_path / "pics"),
+                      "--results", str(measured)])
+    flow_row = next(r for r in json.loads(measured.read_text())["rows"] if r["row"] == "tiny_av_flow")
+    assert {k: flow_row["info"][k] for k in ("width", "layers", "steps")} == {"width": 32, "layers": 1, "steps": 1}
+
 
 def test_init_refuses_a_model_size(tmp_path, capsys):
     with pytest.raises(SystemExit):
         pretrain_av.main(["--init", str(tmp_path), "--width", "32"])
-    assert "--init takes the model size from the checkpoint" in capsys.readouterr().err
+    assert "take the model size from the checkpoint" in capsys.readouterr().err
 
 
 def test_a_short_run_records_its_loss_means_over_the_steps_it_ran(tmp_path):
