@@ -171,7 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", choices=["toy", "tiny_av"], default="toy")
     p.add_argument("--checkpoint", type=Path, default=None, help="tiny_av: the pretrained model folder")
-    p.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
+    p.add_argument("--methods", nargs="*", default=list(METHODS), choices=list(METHODS),
+                   help="methods to train (none: score the base and its advantage correlations only)")
     p.add_argument("--steps", type=int, default=320)
     p.add_argument("--steps-per-modality", type=int, default=4, help="AV-GRPO block length (a large value and --order "
                    "train one modality only)")
@@ -214,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     results = {"model": args.model, "settings": {k: str(v) for k, v in vars(args).items()},
                "advantage_spearman_vs_own_quality": advantage_correlation(
                    base, [prompts[i % len(prompts)] for i in range(16)], args.group, args.seed),
-               "methods": {}}
+               "base": {k: round(float(before[k].mean()), 4) for k in REPORTED}, "methods": {}}
     print(json.dumps(results["advantage_spearman_vs_own_quality"]))
     shown = {"base": base_samples}
     for method in args.methods:
@@ -250,8 +251,7 @@ def main(argv: list[str] | None = None) -> int:
 def result_rows(results: dict) -> list[ResultRow]:
     """The base's scores, each method's change per metric (paired SE) with its rollouts, the budget AV-GRPO needed
     to match joint GRPO's desync gain, and the within-group advantage Spearman correlations."""
-    first = next(iter(results["methods"].values()))["metrics"]
-    rows = [ResultRow("base", {k.removeprefix("av_"): first[k]["before"] for k in REPORTED})]
+    rows = [ResultRow("base", {k.removeprefix("av_"): results["base"][k] for k in REPORTED})]
     for method, info in results["methods"].items():
         metrics = info["metrics"]
         rows.append(ResultRow(method, {k.removeprefix("av_"): metrics[k]["delta"] for k in REPORTED},
