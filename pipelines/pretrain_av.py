@@ -76,11 +76,11 @@ def main(argv: list[str] | None = None) -> int:
     world = WorldConfig(size=MODEL["image_size"], frames=MODEL["frames"], fps=MODEL["fps"], sample_rate=MODEL["sample_rate"])
     prompts = all_prompts(audio=True)
     metrics: dict[str, object] = {}
-    torch.manual_seed(args.seed)
     trained = (load_generator(args.assets / "tiny_av_flow") if args.pictures_only else
                load_generator(args.init) if args.init is not None else None)
     size = ({k: getattr(trained.config, k) for k in ("width", "layers")} if trained is not None else
             {"width": args.width or MODEL["width"], "layers": args.layers or MODEL["layers"]})
+    torch.manual_seed(args.seed)  # after loading, which draws the initial weights it then replaces
     model = TinyAudioVideoFlowGenerator(TinyAudioVideoConfig(**{**MODEL, **size}, num_steps=args.num_steps))
     metrics["random_init"], _ = measure(lambda ps, g: model.sample(ps, generator=g), prompts, errors=errors,
                                         name="random init")
@@ -96,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         metrics["flow_matching"] = {**training_record(losses, time.perf_counter() - start), **size,
                                     **({"init": str(args.init)} if args.init is not None else {})}
         model.save_pretrained(args.assets / "tiny_av_flow")
+    metrics["flow_matching"]["params"] = sum(p.numel() for p in model.parameters())
     metrics["renders"], renders = measure(lambda ps, g: render_batch(ps, world, g, audio=True), prompts, errors=errors,
                                           name="renders")
     metrics["flow"], samples = measure(lambda ps, g: model.sample(ps, generator=g), prompts, errors=errors,

@@ -636,6 +636,62 @@ def av_tiny_base(t: ResultTable) -> str:
     return f"desync\n{desync}, video quality {video} and audio quality {audio} dB"
 
 
+#: the two tiny AV bases (issue 16): run-label prefix -> README name
+AV_BASES = {"small": "`assets/av/tiny_av_flow` (width 64, 2 blocks per tower)",
+            "large": "`assets/av_large/tiny_av_flow` (width 128, 4 blocks per tower)"}
+AV_VERIFIERS = (("desync", 2), ("video_quality", 3), ("audio_quality", 1), ("video_alignment", 2), ("audio_alignment", 2))
+
+
+def av_bases(t: ResultTable) -> str:
+    """Each tiny AV base and the renders: weights, flow steps, the pretraining measures and the AV verifiers' means."""
+    def line(label: str, measured: dict, verifiers: dict | None, info: dict | None) -> list[str]:
+        size = f"{info['params'] / 1e6:.2f}M, {info['steps']:,} steps" if info else "—"
+        return [label, size, minus(f"{measured['av_sync']:.3f}"), minus(f"{measured['object_color']:.3f}"),
+                *((minus(f"{verifiers[k]:.{d}f}") for k, d in AV_VERIFIERS) if verifiers else ["—"] * len(AV_VERIFIERS))]
+
+    lines = [line("renders", t.row("small/measured/renders").values, None, None)]
+    for key, label in AV_BASES.items():
+        flow = t.row(f"{key}/measured/tiny_av_flow")
+        lines.append(line(label, flow.values, t.row(f"{key}/verifiers/base").values, flow.info))
+    return table(["model", "weights, flow steps", "av_sync", "object_color", "desync (frames)", "video quality",
+                  "audio quality (dB)", "video alignment", "audio alignment"], lines)
+
+
+def av_change_table(t: ResultTable, prefixes: tuple[str, ...]) -> str:
+    """Each method's change of every AV verifier (paired SE) and its rollouts, from the runs under ``prefixes``."""
+    def cell(r, column: str, digits: int) -> str:
+        return signed(r.values[column], digits) + f" (±{r.se[column]:.{digits}f})"
+
+    digits = dict(AV_VERIFIERS, video_quality=4)
+    lines = [[label, str(r.info["rollouts"]), *(cell(r, k, digits[k]) for k, _ in AV_VERIFIERS)]
+             for m, label in AV_METHODS.items() for prefix in prefixes
+             for r in [next((row for row in t.rows if row.row == f"{prefix}{m}"), None)] if r is not None]
+    return table(["method", "rollouts", "Δ desync", "Δ video quality", "Δ audio quality (dB)", "Δ video alignment",
+                  "Δ audio alignment"], lines)
+
+
+def av_large_budget(t: ResultTable) -> str:
+    """What AV-GRPO needed to match joint GRPO's final desync gain on the larger base."""
+    budget = t.row("pair=1/budget")
+    gain, ratio = budget.values["joint_desync_gain"], budget.info["ratio"]
+    if gain <= 0:
+        return f"joint GRPO's desync did not improve ({signed(gain, 3)} frames), so there is no gain to match"
+    if ratio is None:
+        return (f"AV-GRPO did not reach joint GRPO's desync gain ({signed(gain, 3)} frames) within its "
+                f"{t.row('pair=1/av_grpo').info['rollouts']} rollouts")
+    return f"AV-GRPO matched joint GRPO's desync gain ({signed(gain, 3)} frames) at {ratio:.2f}× joint's rollouts"
+
+
+def av_large_table(t: ResultTable) -> str:
+    """The four methods on the larger base (two runs of two methods)."""
+    return av_change_table(t, ("pair=1/", "pair=2/"))
+
+
+def av_gamed_table(t: ResultTable) -> str:
+    """Four steps at the toy's learning rate on the larger base."""
+    return av_change_table(t, ("",))
+
+
 # ---------------------------------------------------------------------------------------------------- SSL encoder
 SSL_ROWS = {"conv (random)": "`conv` (random, 64-d)", "vit untrained": "the same ViT untrained", "ssl_encoder": "`ssl_encoder`"}
 SSL_LABELS = ("count", "colour", "shape")
@@ -706,6 +762,10 @@ PRETRAIN_AV = (PY, "pipelines/pretrain_av.py", "--minutes", "1000")
 PRETRAIN_SHIPPED_VIDEO = (PY, "pipelines/pretrain_video.py", "--pictures-only", "--assets", "assets/video")
 PRETRAIN_SHIPPED_AV = (PY, "pipelines/pretrain_av.py", "--pictures-only", "--assets", "assets/av")
 PRETRAIN_OUT = ("--results", "{results}", "--out", "{out}")
+AV_LARGE = "assets/av_large/tiny_av_flow"
+AV_COMPARE_TINY = (PY, "pipelines/av_compare.py", "--model", "tiny_av", "--results", "{results}", "--out", "{out}")
+AV_LARGE_COMPARE = (*AV_COMPARE_TINY, "--checkpoint", AV_LARGE, "--steps", "120", "--lr", "3e-5", "--eval-every", "24",
+                    "--eval-size", "64")
 
 ENTRIES: tuple[Entry, ...] = (
     Entry("text_arithmetic", ((None, TEXT),), fast=True, blocks={"text_arithmetic": text_single}),
@@ -801,6 +861,26 @@ ENTRIES: tuple[Entry, ...] = (
           fast=False, blocks={"av_compare_toy_large_batch": av_toy_large_batch},  # ~10 min
           note="the toy AV comparison at 16 prompts per step (8x the rollouts per step), seeds 0-2, then AV-GRPO with "
                "renormalize=false"),
+    Entry("av_bases", (("small/measured", (*PRETRAIN_SHIPPED_AV, *PRETRAIN_OUT)),
+                       ("small/verifiers", (*AV_COMPARE_TINY, "--checkpoint", "assets/av/tiny_av_flow", "--methods",
+                                            "--eval-size", "64")),
+                       ("large/measured", (PY, "pipelines/pretrain_av.py", "--pictures-only", "--assets", "assets/av_large",
+                                           *PRETRAIN_OUT)),
+                       ("large/verifiers", (*AV_COMPARE_TINY, "--checkpoint", AV_LARGE, "--methods", "--eval-size", "64"))),
+          fast=True, blocks={"av_bases": av_bases},
+          note="the two tiny AV bases measured: object_color and av_sync (pretrain_av.py --pictures-only) and the AV "
+               "verifiers' means on the world's 64 prompts (av_compare.py with no method)"),
+    Entry("av_quality_gamed", ((None, (*AV_COMPARE_TINY, "--checkpoint", AV_LARGE, "--methods", "av_grpo", "joint_grpo",
+                                       "--steps", "4", "--eval-every", "4", "--eval-size", "64")),),
+          fast=True, blocks={"av_quality_gamed": av_gamed_table},
+          pictures={"before_after.png": "assets/readme/av_video_quality_gamed.png"},
+          note="4 steps of AV-GRPO and joint GRPO at the toy's learning rate 1e-3 on the larger tiny AV base"),
+    Entry("av_compare_tiny_av_large", (("pair=1", (*AV_LARGE_COMPARE, "--methods", "av_grpo", "joint_grpo")),
+                                       ("pair=2", (*AV_LARGE_COMPARE, "--methods", "video_sde", "routed"))),
+          fast=False, blocks={"av_compare_tiny_av_large": av_large_table,
+                              "av_compare_tiny_av_large/budget": av_large_budget},
+          pictures={"run_0/before_after.png": "assets/readme/av_grpo_tiny_av_large.png"},
+          note="AV-GRPO and its baselines on the larger tiny AV base, 120 steps at lr 3e-5, seed 0, two processes"),
     # long commands (about 10-35 min each on this machine): no run has written their result files yet
     Entry("av_compare_tiny_av", ((None, (PY, "pipelines/av_compare.py", "--model", "tiny_av", "--checkpoint",
                                          "assets/av/tiny_av_flow", "--steps", "120", "--eval-every", "24", "--eval-size", "32",
