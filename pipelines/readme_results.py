@@ -663,9 +663,9 @@ def av_change_table(t: ResultTable, prefixes: tuple[str, ...]) -> str:
         return signed(r.values[column], digits) + f" (±{r.se[column]:.{digits}f})"
 
     digits = dict(AV_VERIFIERS, video_quality=4)
+    rows = {r.row: r for r in t.rows}
     lines = [[label, str(r.info["rollouts"]), *(cell(r, k, digits[k]) for k, _ in AV_VERIFIERS)]
-             for m, label in AV_METHODS.items() for prefix in prefixes
-             for r in [next((row for row in t.rows if row.row == f"{prefix}{m}"), None)] if r is not None]
+             for m, label in AV_METHODS.items() for r in (rows.get(f"{p}{m}") for p in prefixes) if r is not None]
     return table(["method", "rollouts", "Δ desync", "Δ video quality", "Δ audio quality (dB)", "Δ video alignment",
                   "Δ audio alignment"], lines)
 
