@@ -2,17 +2,16 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-from pipelines import av_compare  # noqa: E402
+from visalign.generators.tiny_av import TinyAudioVideoConfig, TinyAudioVideoFlowGenerator
 
-from visalign.generators.tiny_av import TinyAudioVideoConfig, TinyAudioVideoFlowGenerator  # noqa: E402
-from pipelines.pretrain_av import MODEL  # noqa: E402
+from .conftest import load_pipeline_script
+
+av_compare = load_pipeline_script("av_compare")
+MODEL = load_pipeline_script("pretrain_av").MODEL
 
 
 @pytest.fixture(scope="module")

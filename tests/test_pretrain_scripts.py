@@ -3,16 +3,16 @@ training figures they record."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 from safetensors.torch import load_file
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-from pipelines import pretrain_av, pretrain_video  # noqa: E402
+from .conftest import load_pipeline_script
+
+pretrain_av = load_pipeline_script("pretrain_av")
+pretrain_video = load_pipeline_script("pretrain_video")
 
 
 def _run(tmp_path: Path, name: str, *extra: str) -> dict:
