@@ -9,6 +9,8 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from visalign.toys.video_pretrain import training_record
+
 from .conftest import load_pipeline_script
 
 pretrain_av = load_pipeline_script("pretrain_av")
@@ -63,3 +65,9 @@ def test_a_short_run_records_its_loss_means_over_the_steps_it_ran(tmp_path):
         assert metrics[key]["loss_first20"] == metrics[key]["loss_last20"] > 0
     assert (assets / "tiny_video_flow" / "model.safetensors").is_file()
     assert (assets / "tiny_video_one_step" / "model.safetensors").is_file()
+
+
+def test_training_record_averages_over_the_steps_a_short_run_has():
+    assert training_record([1.0, 2.0, 3.0], 1.234) == {"steps": 3, "seconds": 1.2, "loss_first20": 2.0, "loss_last20": 2.0}
+    losses = [float(i) for i in range(30)]
+    assert training_record(losses, 0.0)["loss_first20"] == 9.5 and training_record(losses, 0.0)["loss_last20"] == 19.5
