@@ -34,8 +34,12 @@ COMPONENTS = {"av_video_quality": 10.0, "av_audio_quality": 0.05, "av_video_alig
 REPORTED = ["av_desync", "av_video_quality", "av_audio_quality", "av_video_alignment", "av_audio_alignment"]
 
 
-def make_reward():
-    return build_reward({"name": "multi", "rewards": [{"name": k, "weight": w} for k, w in COMPONENTS.items()]})
+def make_reward(min_travel: float):
+    """The summed reward of the five verifiers; ``min_travel`` is av_video_quality's (0: the motion fit alone, which
+    objectless frames win)."""
+    options = {"av_video_quality": {"min_travel": min_travel}}
+    return build_reward({"name": "multi", "rewards": [{"name": k, "weight": w, **options.get(k, {})}
+                                                      for k, w in COMPONENTS.items()]})
 
 
 def toy_base(path: Path, steps: int, seed: int = 0):
@@ -72,8 +76,8 @@ def toy_prompts() -> list[str]:
     return [f"a red circle bouncing left to right with a {p} beep" for p in ("low", "high")]
 
 
-def per_sample_metrics(model, prompts: list[str], seed: int) -> tuple[dict[str, torch.Tensor], dict]:
-    reward = make_reward()
+def per_sample_metrics(model, prompts: list[str], seed: int, min_travel: float) -> tuple[dict[str, torch.Tensor], dict]:
+    reward = make_reward(min_travel)
     with torch.no_grad():
         samples = model.sample(prompts, generator=torch.Generator().manual_seed(seed))
     reward(samples, prompts, [{}] * len(prompts))
@@ -107,7 +111,7 @@ def spearman(a: torch.Tensor, b: torch.Tensor) -> float:
     return float((ra * rb).sum() / ((ra.norm() * rb.norm()) + 1e-12))
 
 
-def advantage_correlation(base, prompts: list[str], group: int, seed: int) -> dict[str, float]:
+def advantage_correlation(base, prompts: list[str], group: int, seed: int, min_travel: float) -> dict[str, float]:
     """Mean within-group Spearman ρ between a modality's advantage and (a) its own quality metric, (b) its own
     modality-only score (quality and alignment z-scored in the group and summed, desync left out), in anchored
     rollouts and in rollouts where both modalities are sampled (routed)."""
@@ -122,7 +126,7 @@ def advantage_correlation(base, prompts: list[str], group: int, seed: int) -> di
         for modality in ("video", "audio"):
             algo = AVGRPO(AVGRPOConfig(mode=mode, group_size=group))
             algo.modality = modality
-            ctx = TrainContext(base, None, make_reward(), torch.device("cpu"))
+            ctx = TrainContext(base, None, make_reward(min_travel), torch.device("cpu"))
             rollout = algo.rollout(ctx, PromptBatch(prompts), torch.Generator().manual_seed(seed))
             adv = rollout.extras["advantages"][modality].reshape(len(prompts), group)
             comps = ctx.reward.components()
@@ -151,7 +155,7 @@ def train(method: str, base_path: Path, prompts: list[str], args, out: Path):
                         output_dir=str(out / method), seed=args.seed)
     shutil.rmtree(out / method, ignore_errors=True)  # a fresh metrics.jsonl
     clock = Clock()
-    trainer = Trainer(policy, algo, make_reward(), PromptList(prompts), cfg, reference=reference, callbacks=[clock])
+    trainer = Trainer(policy, algo, make_reward(args.min_travel), PromptList(prompts), cfg, reference=reference, callbacks=[clock])
     trainer.train()
     curve = [(r["step"], r["eval/av_desync"]) for r in trainer.history if "eval/av_desync" in r]
     return policy, {"rollouts": args.steps * args.prompts_per_step * algo.samples_per_prompt,
@@ -194,6 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--eval-every", type=int, default=32)
     p.add_argument("--eval-size", type=int, default=64)
     p.add_argument("--pretrain-steps", type=int, default=3000)
+    p.add_argument("--min-travel", type=float, default=0.3, help="av_video_quality's min_travel (fraction of the "
+                   "frame the fitted bounce must cross; 0: the motion fit alone, as before the travel term existed)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=Path("runs/av_compare"))
     p.add_argument("--results", default=None, help="also write the result file (visalign.results format) here")
@@ -211,16 +217,16 @@ def main(argv: list[str] | None = None) -> int:
         base_path, prompts = args.checkpoint, world_prompts()
     eval_prompts = [prompts[i % len(prompts)] for i in range(args.eval_size)]
     base = load_generator(base_path)
-    before, base_samples = per_sample_metrics(base, eval_prompts, seed=10_000)
+    before, base_samples = per_sample_metrics(base, eval_prompts, 10_000, args.min_travel)
     results = {"model": args.model, "settings": {k: str(v) for k, v in vars(args).items()},
                "advantage_spearman_vs_own_quality": advantage_correlation(
-                   base, [prompts[i % len(prompts)] for i in range(16)], args.group, args.seed),
+                   base, [prompts[i % len(prompts)] for i in range(16)], args.group, args.seed, args.min_travel),
                "base": {k: round(float(before[k].mean()), 4) for k in REPORTED}, "methods": {}}
     print(json.dumps(results["advantage_spearman_vs_own_quality"]))
     shown = {"base": base_samples}
     for method in args.methods:
         policy, info = train(method, base_path, prompts, args, args.out)
-        after, samples = per_sample_metrics(policy, eval_prompts, seed=10_000)
+        after, samples = per_sample_metrics(policy, eval_prompts, 10_000, args.min_travel)
         shown[method] = samples
         info["metrics"] = {k: paired(before[k], after[k]) for k in REPORTED}
         results["methods"][method] = info

@@ -354,6 +354,11 @@ def av_toy_large_batch(t: ResultTable) -> str:
                             ("renormalize=false/", "av_grpo", "av_grpo, `renormalize: false`")], quality_digits=4)
 
 
+def av_toy_travel(t: ResultTable) -> str:
+    """The toy comparison scored with the travel term (four decimals: its changes differ in the third)."""
+    return av_toy_table(t, quality_digits=4)
+
+
 def av_toy_base(t: ResultTable) -> str:
     v = t.row(f"seed={AV_SEEDS[0]}/base").values
     desync, video, audio = (minus(f"{v[k]:.{d}f}") for k, d in (("desync", 2), ("video_quality", 3), ("audio_quality", 1)))
@@ -657,39 +662,51 @@ def av_bases(t: ResultTable) -> str:
                   "audio quality (dB)", "video alignment", "audio alignment"], lines)
 
 
-def av_change_table(t: ResultTable, prefixes: tuple[str, ...]) -> str:
-    """Each method's change of every AV verifier (paired SE) and its rollouts, from the runs under ``prefixes``."""
+def av_change_table(t: ResultTable, prefixes: dict[str, str]) -> str:
+    """Each method's change of every AV verifier (paired SE) and its rollouts, from the runs under each prefix of
+    ``prefixes`` (prefix -> what its rows add to the method's label)."""
     def cell(r, column: str, digits: int) -> str:
         return signed(r.values[column], digits) + f" (±{r.se[column]:.{digits}f})"
 
     digits = dict(AV_VERIFIERS, video_quality=4)
     rows = {r.row: r for r in t.rows}
-    lines = [[label, str(r.info["rollouts"]), *(cell(r, k, digits[k]) for k, _ in AV_VERIFIERS)]
-             for m, label in AV_METHODS.items() for r in (rows.get(f"{p}{m}") for p in prefixes) if r is not None]
+    lines = [[label + suffix, str(r.info["rollouts"]), *(cell(r, k, digits[k]) for k, _ in AV_VERIFIERS)]
+             for m, label in AV_METHODS.items() for p, suffix in prefixes.items()
+             for r in [rows.get(f"{p}{m}")] if r is not None]
     return table(["method", "rollouts", "Δ desync", "Δ video quality", "Δ audio quality (dB)", "Δ video alignment",
                   "Δ audio alignment"], lines)
 
 
 def av_large_budget(t: ResultTable) -> str:
-    """What AV-GRPO needed to match joint GRPO's final desync gain on the larger base."""
-    budget = t.row("pair=1/budget")
-    gain, ratio = budget.values["joint_desync_gain"], budget.info["ratio"]
-    if gain <= 0:
-        return f"joint GRPO's desync did not improve ({signed(gain, 3)} frames), so there is no gain to match"
-    if ratio is None:
-        return (f"AV-GRPO did not reach joint GRPO's desync gain ({signed(gain, 3)} frames) within its "
-                f"{t.row('pair=1/av_grpo').info['rollouts']} rollouts")
-    return f"AV-GRPO matched joint GRPO's desync gain ({signed(gain, 3)} frames) at {ratio:.2f}× joint's rollouts"
+    """Per seed, what AV-GRPO needed to match joint GRPO's final desync gain on the larger base."""
+    parts = []
+    for seed in AV_SEEDS:
+        budget = t.row(f"seed={seed}/pair=1/budget")
+        gain, ratio = budget.values["joint_desync_gain"], budget.info["ratio"]
+        if gain <= 0:
+            parts.append(f"seed {seed}: joint GRPO's desync did not improve ({signed(gain, 3)} frames)")
+        elif ratio is None:
+            parts.append(f"seed {seed}: AV-GRPO did not reach joint GRPO's gain ({signed(gain, 3)} frames) within its "
+                         f"{t.row(f'seed={seed}/pair=1/av_grpo').info['rollouts']} rollouts")
+        else:
+            parts.append(f"seed {seed}: AV-GRPO matched joint GRPO's gain ({signed(gain, 3)} frames) at {ratio:.2f}× "
+                         "joint's rollouts")
+    return ";\n".join(parts)
 
 
 def av_large_table(t: ResultTable) -> str:
-    """The four methods on the larger base (two runs of two methods)."""
-    return av_change_table(t, ("pair=1/", "pair=2/"))
+    """The four methods on the larger base (per seed, two runs of two methods)."""
+    return av_change_table(t, {f"seed={s}/pair={p}/": f", seed {s}" for s in AV_SEEDS for p in (1, 2)})
+
+
+def av_large_batch_table(t: ResultTable) -> str:
+    """AV-GRPO and joint GRPO at four times the prompts per step (one run each)."""
+    return av_change_table(t, {"av_grpo/": "", "joint_grpo/": ""})
 
 
 def av_gamed_table(t: ResultTable) -> str:
-    """Four steps at the toy's learning rate on the larger base."""
-    return av_change_table(t, ("",))
+    """Four steps at the toy's learning rate on the larger base, scored without and with the travel term."""
+    return av_change_table(t, {"min_travel=0/": ", `min_travel` 0", "min_travel=0.3/": ", `min_travel` 0.3"})
 
 
 # ---------------------------------------------------------------------------------------------------- SSL encoder
@@ -748,7 +765,8 @@ def _lambda_runs() -> tuple[tuple[str, tuple[str, ...]], ...]:
 TEXT = (PY, "pipelines/text_arithmetic.py", "--results", "{results}", "--output", "{out}")
 
 POEM_CATEGORICAL = (PY, "pipelines/poem_categorical.py", "--results", "{results}", "--out", "{out}")
-AV_TOY = (PY, "pipelines/av_compare.py", "--model", "toy", "--results", "{results}", "--out", "{out}")
+AV_TOY_TRAVEL = (PY, "pipelines/av_compare.py", "--model", "toy", "--results", "{results}", "--out", "{out}")
+AV_TOY = (*AV_TOY_TRAVEL, "--min-travel", "0")  # measured before av_video_quality had its travel term
 
 CORE_IMAGES = (PY, "pipelines/core_compare_images.py", "--steps", "500", "--eval-every", "25", "--results", "{results}",
                "--out", "{out}")
@@ -766,6 +784,7 @@ AV_LARGE = "assets/av_large/tiny_av_flow"
 AV_COMPARE_TINY = (PY, "pipelines/av_compare.py", "--model", "tiny_av", "--results", "{results}", "--out", "{out}")
 AV_LARGE_COMPARE = (*AV_COMPARE_TINY, "--checkpoint", AV_LARGE, "--steps", "120", "--lr", "3e-5", "--eval-every", "24",
                     "--eval-size", "64")
+AV_LARGE_BATCH = (*AV_LARGE_COMPARE, "--prompts-per-step", "8")
 
 ENTRIES: tuple[Entry, ...] = (
     Entry("text_arithmetic", ((None, TEXT),), fast=True, blocks={"text_arithmetic": text_single}),
@@ -854,6 +873,10 @@ ENTRIES: tuple[Entry, ...] = (
                   "av_compare_toy/spearman": av_toy_spearman},
           pictures={"run_0/before_after.png": "assets/readme/av_grpo_toy_before_after.png"},
           note="AV-GRPO and its baselines on the toy two-tower AV flow, 320 steps, training seeds 0, 1 and 2"),
+    Entry("av_compare_toy_travel", tuple((f"seed={s}", (*AV_TOY_TRAVEL, "--seed", s)) for s in AV_SEEDS), fast=False,
+          blocks={"av_compare_toy_travel": av_toy_travel, "av_compare_toy_travel/budget": av_toy_budget,
+                  "av_compare_toy_travel/spearman": av_toy_spearman},  # ~3 min
+          note="the toy AV comparison of av_compare_toy, scored with av_video_quality's travel term (min_travel 0.3)"),
     Entry("av_compare_toy_large_batch",
           (*((f"seed={s}", (*AV_TOY, "--prompts-per-step", "16", "--seed", s)) for s in AV_SEEDS),
            *((f"renormalize=false/seed={s}", (*AV_TOY, "--prompts-per-step", "16", "--methods", "av_grpo", "--set",
@@ -870,18 +893,28 @@ ENTRIES: tuple[Entry, ...] = (
           fast=True, blocks={"av_bases": av_bases},
           note="the two tiny AV bases measured: object_color and av_sync (pretrain_av.py --pictures-only) and the AV "
                "verifiers' means on the world's 64 prompts (av_compare.py with no method)"),
-    Entry("av_quality_gamed", ((None, (*AV_COMPARE_TINY, "--checkpoint", AV_LARGE, "--methods", "av_grpo", "joint_grpo",
-                                       "--steps", "4", "--eval-every", "4", "--eval-size", "64")),),
+    Entry("av_quality_gamed", tuple((f"min_travel={t}", (*AV_COMPARE_TINY, "--checkpoint", AV_LARGE, "--methods",
+                                                         "av_grpo", "joint_grpo", "--steps", "4", "--eval-every", "4",
+                                                         "--eval-size", "64", "--min-travel", t)) for t in ("0", "0.3")),
           fast=True, blocks={"av_quality_gamed": av_gamed_table},
-          pictures={"before_after.png": "assets/readme/av_video_quality_gamed.png"},
+          pictures={"run_0/before_after.png": "assets/readme/av_video_quality_gamed.png",
+                    "run_1/before_after.png": "assets/readme/av_video_quality_travel.png"},
           note="4 steps of AV-GRPO and joint GRPO at the toy's learning rate 1e-3 on the larger tiny AV base"),
-    Entry("av_compare_tiny_av_large", (("pair=1", (*AV_LARGE_COMPARE, "--methods", "av_grpo", "joint_grpo")),
-                                       ("pair=2", (*AV_LARGE_COMPARE, "--methods", "video_sde", "routed"))),
+    Entry("av_compare_tiny_av_large",
+          tuple((f"seed={s}/pair={p}", (*AV_LARGE_COMPARE, "--methods", *methods, "--seed", s))
+                for s in AV_SEEDS for p, methods in ((1, ("av_grpo", "joint_grpo")), (2, ("video_sde", "routed")))),
           fast=False, blocks={"av_compare_tiny_av_large": av_large_table,
                               "av_compare_tiny_av_large/budget": av_large_budget},
           pictures={"run_0/before_after.png": "assets/readme/av_grpo_tiny_av_large.png"},
-          note="AV-GRPO and its baselines on the larger tiny AV base, 120 steps at lr 3e-5, seed 0, two processes"),
-    # long commands (about 10-35 min each on this machine): no run has written their result files yet
+          note="AV-GRPO and its baselines on the larger tiny AV base, 120 steps at lr 3e-5, seeds 0-2, two runs of two "
+               "methods per seed"),
+    Entry("av_compare_tiny_av_large_batch",
+          tuple((m, (*AV_LARGE_BATCH, "--methods", m)) for m in ("av_grpo", "joint_grpo")),
+          fast=False, blocks={"av_compare_tiny_av_large_batch": av_large_batch_table},
+          pictures={"run_0/before_after.png": "assets/readme/av_grpo_tiny_av_large_batch.png"},
+          note="AV-GRPO and joint GRPO on the larger tiny AV base at 8 prompts per step (4x the rollouts), 120 steps at "
+               "lr 3e-5, seed 0, one run each"),
+    # long commands (about 5-35 min each on this machine)
     Entry("av_compare_tiny_av", ((None, (PY, "pipelines/av_compare.py", "--model", "tiny_av", "--checkpoint",
                                          "assets/av/tiny_av_flow", "--steps", "120", "--eval-every", "24", "--eval-size", "32",
                                          "--results", "{results}", "--out", "{out}")),),

@@ -3,6 +3,7 @@
     python pipelines/reproduce.py --fast              # the entries that take a few minutes at most
     python pipelines/reproduce.py --all               # every entry (the VVR comparisons take hours)
     python pipelines/reproduce.py --only toy_tilt     # one entry (repeatable)
+    python pipelines/reproduce.py --only NAME --jobs 2    # its independent runs two at a time
     python pipelines/reproduce.py --fast --write      # ... and store the fresh result files, pictures and README blocks
     python pipelines/reproduce.py --list              # entries, their commands and stored state; runs nothing
     python pipelines/reproduce.py --check-readme      # README blocks == rendering of the stored files; runs nothing
@@ -25,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,28 +50,48 @@ def _argv(template: tuple[str, ...], out: Path, results: Path, folder: Path) -> 
     return [sys.executable if a == "python" and i == 0 else a for i, a in enumerate(argv)]
 
 
-def run_entry(e: Entry, runs_dir: Path, log=print) -> ResultTable:
-    """Run every command of ``e`` in a fresh folder under ``runs_dir`` and return the merged fresh result, with the
-    run folder written as ``{out}`` in its recorded arguments."""
+def run_waves(e: Entry) -> list[list[int]]:
+    """Indices of ``e``'s runs in waves that may run side by side: a run whose command reads ``{folder}`` (an earlier
+    run's output) starts a new wave after every earlier run."""
+    waves: list[list[int]] = []
+    for i, (_, template) in enumerate(e.runs):
+        if not waves or any("{folder}" in a for a in template):
+            waves.append([])
+        waves[-1].append(i)
+    return waves
+
+
+def run_entry(e: Entry, runs_dir: Path, log=print, jobs: int = 1) -> ResultTable:
+    """Run every command of ``e`` in a fresh folder under ``runs_dir``, up to ``jobs`` at a time where they do not
+    depend on each other, and return the merged fresh result, with the run folder written as ``{out}`` in its
+    recorded arguments."""
     folder = runs_dir / e.name
     if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    tables = []
-    for i, (label, template) in enumerate(e.runs):
-        out, results = folder / (f"run_{i}" if len(e.runs) > 1 else "out"), folder / f"result_{i}.json"
-        argv = _argv(template, out, results, folder)
+    paths = [(folder / (f"run_{i}" if len(e.runs) > 1 else "out"), folder / f"result_{i}.json") for i in range(len(e.runs))]
+
+    def run(i: int) -> None:
+        template = e.runs[i][1]
+        argv = _argv(template, *paths[i], folder)
         log(f"[{e.name}] {' '.join(template)}")
         with (folder / f"log_{i}.txt").open("w") as log_file:
             proc = subprocess.run(argv, cwd=ROOT, env=env, stdout=log_file, stderr=subprocess.STDOUT)
         if proc.returncode != 0:
             tail = (folder / f"log_{i}.txt").read_text().splitlines()[-20:]
             raise RuntimeError(f"{e.name}: command failed with exit status {proc.returncode}: {' '.join(argv)}\n" + "\n".join(tail))
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        for wave in run_waves(e):
+            for done in [pool.submit(run, i) for i in wave]:
+                done.result()
+    tables = []
+    for (label, _), (out, results) in zip(e.runs, paths):
         table = load_results(results)
-        for run in table.runs:
-            run.args = [a.replace(str(out), "{out}").replace(str(folder), "{folder}") for a in run.args]
-            run.label = label
+        for r in table.runs:
+            r.args = [a.replace(str(out), "{out}").replace(str(folder), "{folder}") for a in r.args]
+            r.label = label
         tables.append(table)
     return merge(e, tables)
 
@@ -152,7 +174,11 @@ def main(argv: list[str] | None = None) -> int:
     which.add_argument("--render", action="store_true", help="rewrite the README blocks from the stored files")
     p.add_argument("--write", action="store_true", help="store fresh results, pictures and README blocks")
     p.add_argument("--runs", default=None, help="run folders go here (default: a temporary folder, removed after)")
+    p.add_argument("--jobs", type=int, default=1, help="an entry's independent runs side by side, this many at a time "
+                   "(wall times depend on it, results do not: each run is its own process)")
     args = p.parse_args(argv)
+    if args.jobs < 1:
+        p.error(f"--jobs must be at least 1, got {args.jobs}")
     if args.write and (args.list or args.check_readme or args.render):
         p.error("--write goes with --fast, --all or --only (it stores the results of fresh runs)")
 
@@ -182,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
         for e in selected(args):
             start = time.perf_counter()
             try:
-                fresh = run_entry(e, runs_dir)
+                fresh = run_entry(e, runs_dir, jobs=args.jobs)
             except RuntimeError as err:
                 print(f"{e.name}: failed\n  {err}", flush=True)
                 failed = True

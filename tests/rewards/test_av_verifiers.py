@@ -67,6 +67,8 @@ def test_prompt_asks_and_bad_input():
         build_reward("av_desync")(torch.zeros(2, 3, 8, 8), ["a", "b"], [{}, {}])
     with pytest.raises(ValueError, match="max_lag must be > 0"):
         Desync(max_lag=0)
+    with pytest.raises(ValueError, match="min_travel is a fraction of the frame"):
+        build_reward({"name": "av_video_quality", "min_travel": 1.5})
 
 
 def test_moving_shapes_renders_score_perfectly_and_a_late_track_is_caught():
@@ -86,3 +88,19 @@ def test_moving_shapes_renders_score_perfectly_and_a_late_track_is_caught():
 
 def score_av(reward, samples, prompts):
     return reward(samples, prompts, [{}] * len(prompts))
+
+
+def test_video_quality_needs_an_object_that_travels():
+    """Speckle and a still shape fit any motion model (their track sits still); the travel term scores them below a
+    bounce. Without it (min_travel 0) speckle scores within 0.01 of the clean bounce: the loophole it closes."""
+    from visalign.toys.moving_shapes import WorldConfig, all_prompts, render_batch
+
+    prompts = all_prompts(audio=True)[::8]
+    x = render_batch(prompts, WorldConfig(), torch.Generator().manual_seed(0), audio=True)
+    speckle = dict(x, video=torch.rand(x["video"].shape, generator=torch.Generator().manual_seed(1)) * 2 - 1)
+    still = dict(x, video=x["video"][:, :, :1].expand_as(x["video"]).clone())
+    bounce = score_av(VideoQuality(), x, prompts)
+    for gamed in (speckle, still):
+        assert (score_av(VideoQuality(min_travel=0), gamed, prompts) > bounce - 0.01).all()
+        assert (score_av(VideoQuality(), gamed, prompts) < bounce - 0.25).all()
+    assert torch.equal(score_av(VideoQuality(min_travel=0), x, prompts), bounce)  # renders travel 0.6 > 0.3

@@ -2,7 +2,8 @@
 tone burst at every wall contact), as registered rewards on audio-video dicts.
 
 * ``av_video_quality``: minus the RMS residual (fraction of the frame) of the object's track against the best
-  triangle-wave motion model (constant speed, reflections at the walls, one round trip per ``period`` frames).
+  triangle-wave motion model (constant speed, reflections at the walls, one round trip per ``period`` frames), minus
+  the shortfall of the fitted travel below ``min_travel`` (a missing or still object fits any motion model).
 * ``av_audio_quality``: onset peak-to-floor ratio (dB, clipped to [0, 60]) of the audio's RMS envelope.
 * ``av_video_alignment`` / ``av_audio_alignment``: the fraction of the prompt's asks that the modality meets: events
   counted equal the prompt's count (``"bouncing twice"``, ``"3 times"``; else ``metadata["events"]``; else the
@@ -16,7 +17,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import torch
 
@@ -87,9 +88,18 @@ def count_onsets(env: torch.Tensor, level: float = 0.5) -> torch.Tensor:
     return rising_edges(env > floor + level * (peak - floor))
 
 
-def triangle_fit(position: torch.Tensor, period: int, phases_per_frame: int = 4) -> tuple[torch.Tensor, torch.Tensor]:
-    """(``B`` RMS residual, ``B`` phase φ in frames) of the best least-squares fit ``a + b·tri((k + φ) / period)``
-    over a grid of ``phases_per_frame`` phases per frame (tri: 0 -> 1 -> 0 over one period)."""
+class BounceFit(NamedTuple):
+    """The best triangle-wave fit of a track: ``B`` RMS residual, ``B`` phase φ in frames, ``B`` travel |b| (the
+    fitted distance between the two walls, in the track's units)."""
+
+    residual: torch.Tensor
+    phase: torch.Tensor
+    travel: torch.Tensor
+
+
+def triangle_fit(position: torch.Tensor, period: int, phases_per_frame: int = 4) -> BounceFit:
+    """Least-squares fit ``a + b·tri((k + φ) / period)`` of ``B×T`` positions over a grid of ``phases_per_frame``
+    phases per frame (tri: 0 -> 1 -> 0 over one period)."""
     t = position.shape[1]
     k = torch.arange(t, dtype=position.dtype, device=position.device)
     phi = torch.arange(period * phases_per_frame, dtype=position.dtype, device=position.device) / phases_per_frame
@@ -99,7 +109,8 @@ def triangle_fit(position: torch.Tensor, period: int, phases_per_frame: int = 4)
     coef = torch.einsum("pkt,bt->bpk", torch.linalg.pinv(design), position)
     residual = (torch.einsum("ptk,bpk->bpt", design, coef) - position[:, None]).pow(2).mean(2).sqrt()
     best = residual.min(1)
-    return best.values, phi[best.indices]
+    travel = coef[torch.arange(position.shape[0], device=position.device), best.indices, 1].abs()
+    return BounceFit(best.values, phi[best.indices], travel)
 
 
 def contact_train(phase: torch.Tensor, frames: int, period: int, windows_per_frame: int) -> torch.Tensor:
@@ -155,12 +166,22 @@ class AVVerifier(Reward):
 
 @register_reward("av_video_quality")
 class VideoQuality(AVVerifier):
-    """−RMS residual of the object's track against the triangle-wave motion model (0 is a perfect bounce)."""
+    """−RMS residual of the object's track against the triangle-wave motion model − max(0, ``min_travel`` − fitted
+    travel), both as fractions of the frame (0 is a clean bounce across at least ``min_travel`` of the frame). The
+    travel term keeps objectless frames from winning: with no object the salience spreads over the frame, the track
+    sits still in the middle and fits any motion model. The world's renders travel 0.6 of the frame."""
+
+    def __init__(self, min_travel: float = 0.3, **kwargs) -> None:
+        super().__init__(**kwargs)
+        if not 0 <= min_travel <= 1:
+            raise ValueError(f"av_video_quality: min_travel is a fraction of the frame in [0, 1], got {min_travel}")
+        self.min_travel = min_travel
 
     def __call__(self, samples: Samples, prompts: Sequence[str], metadata: Metadata) -> torch.Tensor:
         frames, _, _ = av_parts(samples, self.name)
         _, _, position = main_axis_track(frames)
-        return -triangle_fit(position, self.period or frames.shape[1])[0]
+        fit = triangle_fit(position, self.period or frames.shape[1])
+        return -fit.residual - (self.min_travel - fit.travel).clamp_min(0)
 
 
 @register_reward("av_audio_quality")
@@ -230,11 +251,11 @@ class Desync(AVVerifier):
         frames, audio, _ = av_parts(samples, self.name)
         t, period = frames.shape[1], self.period or frames.shape[1]
         _, _, position = main_axis_track(frames)
-        contacts = contact_train(triangle_fit(position, period)[1], t, period, self.windows_per_frame)
+        contacts = contact_train(triangle_fit(position, period).phase, t, period, self.windows_per_frame)
         onsets = onset_strength(self.onset_envelope(audio, t))
         return -lag_frames(contacts, onsets, self.windows_per_frame, round(self.max_lag * self.windows_per_frame)).abs()
 
 
 __all__ = ["VideoQuality", "AudioQuality", "VideoAlignment", "AudioAlignment", "Desync", "AVVerifier", "Asks",
-           "parse_asks", "main_axis_track", "count_onsets", "onset_strength", "triangle_fit", "contact_train", "lag_frames",
+           "parse_asks", "main_axis_track", "count_onsets", "onset_strength", "triangle_fit", "BounceFit", "contact_train", "lag_frames",
            "dominant_frequency", "PITCHES", "MOTIONS"]
