@@ -55,6 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--width", type=int, default=None, help=f"token width of both towers (default {MODEL['width']})")
     p.add_argument("--layers", type=int, default=None, help=f"transformer blocks per tower (default {MODEL['layers']})")
+    p.add_argument("--shared-time", action="store_true", help="both towers' tokens get the same embedding of their time "
+                   "in seconds (generator.shared_time)")
     p.add_argument("--init", type=Path, default=None,
                    help="continue training this tiny_av_flow checkpoint (its config sets the model; a fresh warmup + "
                         "cosine schedule)")
@@ -67,8 +69,9 @@ def main(argv: list[str] | None = None) -> int:
                         "the pretrain_metrics.json beside it)")
     p.add_argument("--results", default=None, help="also write the result file (visalign.results format) here")
     args = p.parse_args(argv)
-    if (args.init is not None or args.pictures_only) and (args.width is not None or args.layers is not None):
-        p.error("--init and --pictures-only take the model size from the checkpoint; drop --width / --layers")
+    if (args.init is not None or args.pictures_only) and (args.width is not None or args.layers is not None
+                                                          or args.shared_time):
+        p.error("--init and --pictures-only take the model from the checkpoint; drop --width / --layers / --shared-time")
     if args.init is not None and args.pictures_only:
         p.error("--pictures-only trains nothing: drop --init")
     began, errors = time.perf_counter(), {}
@@ -78,8 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     metrics: dict[str, object] = {}
     trained = (load_generator(args.assets / "tiny_av_flow") if args.pictures_only else
                load_generator(args.init) if args.init is not None else None)
-    size = ({k: getattr(trained.config, k) for k in ("width", "layers")} if trained is not None else
-            {"width": args.width or MODEL["width"], "layers": args.layers or MODEL["layers"]})
+    size = ({k: getattr(trained.config, k) for k in ("width", "layers", "shared_time")} if trained is not None else
+            {"width": args.width or MODEL["width"], "layers": args.layers or MODEL["layers"], "shared_time": args.shared_time})
     torch.manual_seed(args.seed)  # after loading, which draws the initial weights it then replaces
     model = TinyAudioVideoFlowGenerator(TinyAudioVideoConfig(**{**MODEL, **size}, num_steps=args.num_steps))
     metrics["random_init"], _ = measure(lambda ps, g: model.sample(ps, generator=g), prompts, errors=errors,

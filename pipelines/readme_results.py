@@ -662,6 +662,20 @@ def av_bases(t: ResultTable) -> str:
                   "audio quality (dB)", "video alignment", "audio alignment"], lines)
 
 
+def av_time_pilot(t: ResultTable) -> str:
+    """The two pilot bases (learned positions only vs shared time features) and the renders."""
+    def line(label: str, measured, verifiers: dict | None) -> list[str]:
+        v, se = measured.values, measured.se
+        return [label, *(f"{minus(f'{v[k]:.3f}')} (±{se[k]:.3f})" for k in ("av_sync", "object_color")),
+                *((minus(f"{verifiers[k]:.{d}f}") for k, d in AV_VERIFIERS) if verifiers else ["—"] * len(AV_VERIFIERS))]
+
+    lines = [line("renders", t.row("plain/measured/renders"), None)]
+    for arm, label in (("plain", "learned positions per tower"), ("shared_time", "+ `shared_time`")):
+        lines.append(line(label, t.row(f"{arm}/measured/tiny_av_flow"), t.row(f"{arm}/verifiers/base").values))
+    return table(["base (width 64, 2 blocks, 1,700 steps)", "av_sync", "object_color", "desync (frames)", "video quality",
+                  "audio quality (dB)", "video alignment", "audio alignment"], lines)
+
+
 def av_change_table(t: ResultTable, prefixes: dict[str, str]) -> str:
     """Each method's change of every AV verifier (paired SE) and its rollouts, from the runs under each prefix of
     ``prefixes`` (prefix -> what its rows add to the method's label)."""
@@ -785,6 +799,7 @@ AV_COMPARE_TINY = (PY, "pipelines/av_compare.py", "--model", "tiny_av", "--resul
 AV_LARGE_COMPARE = (*AV_COMPARE_TINY, "--checkpoint", AV_LARGE, "--steps", "120", "--lr", "3e-5", "--eval-every", "24",
                     "--eval-size", "64")
 AV_LARGE_BATCH = (*AV_LARGE_COMPARE, "--prompts-per-step", "8")
+AV_TIME_PILOT = (*PRETRAIN_AV, "--steps", "1700", "--assets", "{out}/assets", *PRETRAIN_OUT)  # the small base's size and steps
 
 ENTRIES: tuple[Entry, ...] = (
     Entry("text_arithmetic", ((None, TEXT),), fast=True, blocks={"text_arithmetic": text_single}),
@@ -914,6 +929,13 @@ ENTRIES: tuple[Entry, ...] = (
           pictures={"run_0/before_after.png": "assets/readme/av_grpo_tiny_av_large_batch.png"},
           note="AV-GRPO and joint GRPO on the larger tiny AV base at 8 prompts per step (4x the rollouts), 120 steps at "
                "lr 3e-5, seed 0, one run each"),
+    Entry("av_shared_time_pilot",
+          (("plain/measured", AV_TIME_PILOT), ("shared_time/measured", (*AV_TIME_PILOT, "--shared-time")),
+           *((f"{arm}/verifiers", (*AV_COMPARE_TINY, "--checkpoint", f"{{folder}}/run_{i}/assets/tiny_av_flow", "--methods",
+                                   "--eval-size", "64")) for i, arm in enumerate(("plain", "shared_time")))),
+          fast=False, blocks={"av_shared_time_pilot": av_time_pilot},
+          note="the small tiny AV base's size and step count pretrained twice: per-token learned positions only, and "
+               "with generator.shared_time; each scored by pretrain_av.py's measures and the AV verifiers"),
     # long commands (about 5-35 min each on this machine)
     Entry("av_compare_tiny_av", ((None, (PY, "pipelines/av_compare.py", "--model", "tiny_av", "--checkpoint",
                                          "assets/av/tiny_av_flow", "--steps", "120", "--eval-every", "24", "--eval-size", "32",

@@ -48,10 +48,11 @@ def test_width_and_layers_set_the_model_and_init_continues_it(tmp_path):
     assert {k: flow_row["info"][k] for k in ("width", "layers", "steps")} == {"width": 32, "layers": 1, "steps": 1}
 
 
-def test_init_refuses_a_model_size(tmp_path, capsys):
+@pytest.mark.parametrize("option", [["--width", "32"], ["--shared-time"]])
+def test_init_refuses_a_model_option(tmp_path, capsys, option):
     with pytest.raises(SystemExit):
-        pretrain_av.main(["--init", str(tmp_path), "--width", "32"])
-    assert "take the model size from the checkpoint" in capsys.readouterr().err
+        pretrain_av.main(["--init", str(tmp_path), *option])
+    assert "take the model from the checkpoint" in capsys.readouterr().err
 
 
 def test_a_short_run_records_its_loss_means_over_the_steps_it_ran(tmp_path):

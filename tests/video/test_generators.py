@@ -7,7 +7,7 @@ import torch
 from visalign.core.config import ConfigError
 from visalign.core.generator import build_generator, load_generator
 from visalign.core.types import modality_of
-from visalign.generators import TinyAudioVideoConfig, TinyVideoFlowConfig
+from visalign.generators import TinyAudioVideoConfig, TinyAudioVideoFlowGenerator, TinyVideoFlowConfig
 
 from .conftest import AV_PROMPTS, SMALL, SMALL_AV, VIDEO_PROMPTS
 
@@ -103,3 +103,28 @@ def test_bad_configs_name_the_key():
         TinyAudioVideoConfig(**{**SMALL_AV, "audio_patch": 300})
     with pytest.raises(ConfigError, match="layerz"):
         build_generator({"name": "tiny_video_flow", "layerz": 2})
+
+
+def test_shared_time_gives_audio_and_video_of_one_moment_the_same_position_feature(tmp_path):
+    """generator.shared_time: the video tokens of frame k and the audio token starting at k / fps carry the same time
+    features (and different moments differ); the model saves, loads and samples as exactly as without it."""
+    torch.manual_seed(0)
+    gen = TinyAudioVideoFlowGenerator(TinyAudioVideoConfig(**SMALL_AV, num_steps=2, shared_time=True))
+    backbone = gen.backbone
+    per_frame, per_chunk = (8 // 4) ** 2, 256 / 2048  # video tokens per frame; seconds per audio token
+    for k in range(4):
+        chunk = round(k / 4.0 / per_chunk)
+        for token in range(k * per_frame, (k + 1) * per_frame):
+            torch.testing.assert_close(backbone.video_time[token], backbone.audio_time[chunk], rtol=0, atol=1e-6)
+    times = backbone.audio_time
+    assert torch.cdist(times, times).fill_diagonal_(1.0).min() > 0.1  # every audio token's moment is told apart
+    gen.save_pretrained(tmp_path / "av")
+    loaded = load_generator(tmp_path / "av")
+    assert loaded.config.shared_time
+    noise = gen.make_noise(2, _seeded())
+    torch.testing.assert_close(gen.sample(AV_PROMPTS, noise=noise)["audio"], loaded.sample(AV_PROMPTS, noise=noise)["audio"],
+                               rtol=0, atol=0)
+    plain = TinyAudioVideoFlowGenerator(TinyAudioVideoConfig(**SMALL_AV, num_steps=2))
+    plain.load_state_dict(gen.state_dict())  # the time features are not weights: the same weights load either way
+    assert (plain.velocity(noise, torch.full((2,), 0.5), plain.encode(AV_PROMPTS))
+            - gen.velocity(noise, torch.full((2,), 0.5), gen.encode(AV_PROMPTS))).abs().max() > 1e-4

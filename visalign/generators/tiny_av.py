@@ -5,11 +5,14 @@ tower works on frame patches, the audio tower on chunks of ``audio_patch`` sampl
 audio_patch`` tokens per frame); both are :class:`TokenTower` s of diffusers ``BasicTransformerBlock`` s, interleaved
 layer by layer, and each block's cross-attention reads the prompt tokens *and* the other tower's current tokens —
 so sound can follow what moves, and the cross-attention into a modality (with its projection of the other tower's
-tokens) belongs to that modality's tower. Shared: the text encoder and the time/prompt embedding. Samples are the
+tokens) belongs to that modality's tower. Each tower places its tokens by its own learned position table;
+``shared_time`` also gives both towers the same embedding of each token's time in seconds (as LTX-2 shares temporal
+positions across its streams). Shared: the text encoder and the time/prompt embedding. Samples are the
 audio-video dict ``{"video": B×C×T×H×W, "audio": B×1×L, "sample_rate", "fps"}``, clamped to [-1, 1].
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, ClassVar, Sequence
 
@@ -31,6 +34,8 @@ class TinyAudioVideoConfig(TinyVideoFlowConfig):
 
     sample_rate: int = option(2048, "audio samples per second (mono)")
     audio_patch: int = option(64, "audio samples per audio token")
+    shared_time: bool = option(False, "add the same sinusoidal embedding of each token's start time (seconds) to "
+                               "both towers' tokens, so audio and video of one moment share a position feature")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -50,6 +55,15 @@ class TinyAudioVideoConfig(TinyVideoFlowConfig):
         return c * t * h * w
 
 
+def time_embedding(times: torch.Tensor, width: int, longest: float, shortest: float) -> torch.Tensor:
+    """``N×width`` sin / cos features of ``times`` (seconds) at ``width / 2`` periods spaced geometrically from
+    ``2·longest`` (the clip: no wrap-around) down to ``2·shortest`` (one token apart: neighbours differ)."""
+    periods = torch.logspace(math.log10(2 * longest), math.log10(2 * shortest), width // 2)
+    angles = 2 * math.pi * times[:, None] / periods[None]
+    features = torch.cat([angles.sin(), angles.cos()], dim=1)
+    return torch.nn.functional.pad(features, (0, width - features.shape[1]))
+
+
 class TinyAudioVideoBackbone(nn.Module):
     """Text encoder + time/prompt embedding (shared) + ``video_tower`` + ``audio_tower`` with cross-attention both ways."""
 
@@ -64,9 +78,22 @@ class TinyAudioVideoBackbone(nn.Module):
                                       c.text_hidden, other_width=c.width)
         self.audio_tower = TokenTower(c.audio_patch, c.audio_length // c.audio_patch, c.width, c.layers, c.heads,
                                       c.text_hidden, other_width=c.width)
+        if c.shared_time:
+            duration = c.frames / c.fps
+            for name, times in zip(("video_time", "audio_time"), self.token_times()):
+                self.register_buffer(name, time_embedding(times, c.width, duration, c.audio_patch / c.sample_rate),
+                                     persistent=False)
 
     def encode(self, prompts: Sequence[str]) -> TextCond:
         return self.text_encoder(list(prompts))
+
+    def token_times(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Start time in seconds of each video token (its frame, frame-major) and of each audio token (its chunk)."""
+        c = self.config
+        per_frame = (c.image_size // c.patch_size) ** 2
+        video = (torch.arange(c.frames) / c.fps).repeat_interleave(per_frame)
+        audio = torch.arange(c.audio_length // c.audio_patch) * (c.audio_patch / c.sample_rate)
+        return video, audio
 
     def forward(self, x: torch.Tensor, t: torch.Tensor, cond: TextCond) -> torch.Tensor:
         """Velocity for flat latents ``[B, D_video + D_audio]``."""
@@ -76,6 +103,8 @@ class TinyAudioVideoBackbone(nn.Module):
         video, audio = x[:, : c.video_size], x[:, c.video_size:]
         hv = self.video_tower.embed(video_to_tokens(video.reshape(-1, *c.video_shape), c.patch_size))
         ha = self.audio_tower.embed(audio.reshape(x.shape[0], -1, c.audio_patch))
+        if c.shared_time:
+            hv, ha = hv + self.video_time.to(hv.dtype), ha + self.audio_time.to(ha.dtype)
         for i in range(c.layers):
             hv, ha = self.video_tower.block(i, hv, emb, states, ha), self.audio_tower.block(i, ha, emb, states, hv)
         out_v = tokens_to_video(self.video_tower.out(hv), c.video_shape, c.patch_size).flatten(1)
