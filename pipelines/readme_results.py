@@ -672,7 +672,8 @@ def av_time_pilot(t: ResultTable) -> str:
     lines = [line("renders", t.row("plain/measured/renders"), None)]
     for arm, label in (("plain", "learned positions per tower"), ("shared_time", "+ `shared_time`")):
         lines.append(line(label, t.row(f"{arm}/measured/tiny_av_flow"), t.row(f"{arm}/verifiers/base").values))
-    return table(["base (width 64, 2 blocks, 1,700 steps)", "av_sync", "object_color", "desync (frames)", "video quality",
+    steps = t.row("plain/measured/tiny_av_flow").info["steps"]
+    return table([f"base (width 64, 2 blocks, {steps:,} steps)", "av_sync", "object_color", "desync (frames)", "video quality",
                   "audio quality (dB)", "video alignment", "audio alignment"], lines)
 
 
@@ -799,7 +800,15 @@ AV_COMPARE_TINY = (PY, "pipelines/av_compare.py", "--model", "tiny_av", "--resul
 AV_LARGE_COMPARE = (*AV_COMPARE_TINY, "--checkpoint", AV_LARGE, "--steps", "120", "--lr", "3e-5", "--eval-every", "24",
                     "--eval-size", "64")
 AV_LARGE_BATCH = (*AV_LARGE_COMPARE, "--prompts-per-step", "8")
-AV_TIME_PILOT = (*PRETRAIN_AV, "--steps", "1700", "--assets", "{out}/assets", *PRETRAIN_OUT)  # the small base's size and steps
+
+
+def _time_pilot_runs(steps: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Two bases of the small tiny AV size trained ``steps`` flow steps each (learned positions only; shared time),
+    then the AV verifiers on each (after both: they read the checkpoints under ``{folder}``)."""
+    pilot = (*PRETRAIN_AV, "--steps", steps, "--assets", "{out}/assets", *PRETRAIN_OUT)
+    return (("plain/measured", pilot), ("shared_time/measured", (*pilot, "--shared-time")),
+            *((f"{arm}/verifiers", (*AV_COMPARE_TINY, "--checkpoint", f"{{folder}}/run_{i}/assets/tiny_av_flow",
+                                    "--methods", "--eval-size", "64")) for i, arm in enumerate(("plain", "shared_time"))))
 
 ENTRIES: tuple[Entry, ...] = (
     Entry("text_arithmetic", ((None, TEXT),), fast=True, blocks={"text_arithmetic": text_single}),
@@ -929,13 +938,13 @@ ENTRIES: tuple[Entry, ...] = (
           pictures={"run_0/before_after.png": "assets/readme/av_grpo_tiny_av_large_batch.png"},
           note="AV-GRPO and joint GRPO on the larger tiny AV base at 8 prompts per step (4x the rollouts), 120 steps at "
                "lr 3e-5, seed 0, one run each"),
-    Entry("av_shared_time_pilot",
-          (("plain/measured", AV_TIME_PILOT), ("shared_time/measured", (*AV_TIME_PILOT, "--shared-time")),
-           *((f"{arm}/verifiers", (*AV_COMPARE_TINY, "--checkpoint", f"{{folder}}/run_{i}/assets/tiny_av_flow", "--methods",
-                                   "--eval-size", "64")) for i, arm in enumerate(("plain", "shared_time")))),
-          fast=False, blocks={"av_shared_time_pilot": av_time_pilot},
+    Entry("av_shared_time_pilot", _time_pilot_runs("1700"), fast=False,
+          blocks={"av_shared_time_pilot": av_time_pilot},
           note="the small tiny AV base's size and step count pretrained twice: per-token learned positions only, and "
                "with generator.shared_time; each scored by pretrain_av.py's measures and the AV verifiers"),
+    Entry("av_shared_time_pilot_long", _time_pilot_runs("4000"), fast=False,
+          blocks={"av_shared_time_pilot_long": av_time_pilot},
+          note="the shared-time pilot at 4,000 flow steps per arm"),
     # long commands (about 5-35 min each on this machine)
     Entry("av_compare_tiny_av", ((None, (PY, "pipelines/av_compare.py", "--model", "tiny_av", "--checkpoint",
                                          "assets/av/tiny_av_flow", "--steps", "120", "--eval-every", "24", "--eval-size", "32",

@@ -196,6 +196,14 @@ args = sys.argv[1:]
 after = Path(args[args.index("--after") + 1]) if "--after" in args else None
 if after is not None and not after.is_file():
     raise SystemExit(f"started before {after} was written")
+if "--meet" in args:  # announce this run, then wait for the named partner run to be running too
+    folder, me, partner = args[args.index("--meet") + 1: args.index("--meet") + 4]
+    Path(folder, me).touch()
+    deadline = time.time() + 5
+    while not Path(folder, partner).exists():
+        if time.time() > deadline:
+            raise SystemExit(f"{partner} never ran alongside {me}")
+        time.sleep(0.05)
 time.sleep(0.2)
 write_results(args[args.index("--results") + 1], "run", "python run.py", args,
               [ResultRow("r", {"x": float(args[args.index("--value") + 1])})])
@@ -217,3 +225,13 @@ def test_independent_runs_go_side_by_side_and_a_run_reading_the_folder_waits(tmp
     assert [r.values for r in tables[1].rows] == [r.values for r in tables[2].rows]
     assert [r.args for r in tables[1].runs] == [r.args for r in tables[2].runs]
     assert reproduce.run_waves(registry.entry("poem_flow")) == [[0], [1]]
+
+    def meeting(place: Path) -> registry.Entry:  # two runs that each wait (5 s at most) until the other has started
+        place.mkdir()
+        return registry.Entry("meet", (("a", (*command, "--value", "1", "--meet", str(place), "a", "b")),
+                                       ("b", (*command, "--value", "2", "--meet", str(place), "b", "a"))), fast=True)
+
+    together = reproduce.run_entry(meeting(tmp_path / "place2"), tmp_path / "meet2", log=lambda _: None, jobs=2)
+    assert [r.values["x"] for r in together.rows] == [1.0, 2.0]
+    with pytest.raises(RuntimeError, match="b never ran alongside a"):
+        reproduce.run_entry(meeting(tmp_path / "place1"), tmp_path / "meet1", log=lambda _: None, jobs=1)
