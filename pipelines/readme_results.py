@@ -645,6 +645,14 @@ def av_tiny_base(t: ResultTable) -> str:
 AV_BASES = {"small": "`assets/av/tiny_av_flow` (width 64, 2 blocks per tower)",
             "large": "`assets/av_large/tiny_av_flow` (width 128, 4 blocks per tower)"}
 AV_VERIFIERS = (("desync", 2), ("video_quality", 3), ("audio_quality", 1), ("video_alignment", 2), ("audio_alignment", 2))
+AV_VERIFIER_HEADERS = ["desync (frames)", "video quality", "audio quality (dB)", "video alignment", "audio alignment"]
+
+
+def av_verifier_cells(verifiers: dict | None) -> list[str]:
+    """A base's AV verifier means as table cells (dashes for a row without them, e.g. the renders)."""
+    if verifiers is None:
+        return ["—"] * len(AV_VERIFIERS)
+    return [minus(f"{verifiers[k]:.{d}f}") for k, d in AV_VERIFIERS]
 
 
 def av_bases(t: ResultTable) -> str:
@@ -652,14 +660,13 @@ def av_bases(t: ResultTable) -> str:
     def line(label: str, measured: dict, verifiers: dict | None, info: dict | None) -> list[str]:
         size = f"{info['params'] / 1e6:.2f}M, {info['steps']:,} steps" if info else "—"
         return [label, size, minus(f"{measured['av_sync']:.3f}"), minus(f"{measured['object_color']:.3f}"),
-                *((minus(f"{verifiers[k]:.{d}f}") for k, d in AV_VERIFIERS) if verifiers else ["—"] * len(AV_VERIFIERS))]
+                *av_verifier_cells(verifiers)]
 
     lines = [line("renders", t.row("small/measured/renders").values, None, None)]
     for key, label in AV_BASES.items():
         flow = t.row(f"{key}/measured/tiny_av_flow")
         lines.append(line(label, flow.values, t.row(f"{key}/verifiers/base").values, flow.info))
-    return table(["model", "weights, flow steps", "av_sync", "object_color", "desync (frames)", "video quality",
-                  "audio quality (dB)", "video alignment", "audio alignment"], lines)
+    return table(["model", "weights, flow steps", "av_sync", "object_color", *AV_VERIFIER_HEADERS], lines)
 
 
 def av_time_pilot(t: ResultTable) -> str:
@@ -667,14 +674,13 @@ def av_time_pilot(t: ResultTable) -> str:
     def line(label: str, measured, verifiers: dict | None) -> list[str]:
         v, se = measured.values, measured.se
         return [label, *(f"{minus(f'{v[k]:.3f}')} (±{se[k]:.3f})" for k in ("av_sync", "object_color")),
-                *((minus(f"{verifiers[k]:.{d}f}") for k, d in AV_VERIFIERS) if verifiers else ["—"] * len(AV_VERIFIERS))]
+                *av_verifier_cells(verifiers)]
 
     lines = [line("renders", t.row("plain/measured/renders"), None)]
     for arm, label in (("plain", "learned positions per tower"), ("shared_time", "+ `shared_time`")):
         lines.append(line(label, t.row(f"{arm}/measured/tiny_av_flow"), t.row(f"{arm}/verifiers/base").values))
     steps = t.row("plain/measured/tiny_av_flow").info["steps"]
-    return table([f"base (width 64, 2 blocks, {steps:,} steps)", "av_sync", "object_color", "desync (frames)", "video quality",
-                  "audio quality (dB)", "video alignment", "audio alignment"], lines)
+    return table([f"base (width 64, 2 blocks, {steps:,} steps)", "av_sync", "object_color", *AV_VERIFIER_HEADERS], lines)
 
 
 def av_change_table(t: ResultTable, prefixes: dict[str, str]) -> str:
@@ -802,13 +808,18 @@ AV_LARGE_COMPARE = (*AV_COMPARE_TINY, "--checkpoint", AV_LARGE, "--steps", "120"
 AV_LARGE_BATCH = (*AV_LARGE_COMPARE, "--prompts-per-step", "8")
 
 
+def _base_verifiers(checkpoint: str) -> tuple[str, ...]:
+    """av_compare.py with no method: the AV verifiers' means of ``checkpoint`` on the world's 64 prompts."""
+    return (*AV_COMPARE_TINY, "--checkpoint", checkpoint, "--methods", "--eval-size", "64")
+
+
 def _time_pilot_runs(steps: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """Two bases of the small tiny AV size trained ``steps`` flow steps each (learned positions only; shared time),
     then the AV verifiers on each (after both: they read the checkpoints under ``{folder}``)."""
     pilot = (*PRETRAIN_AV, "--steps", steps, "--assets", "{out}/assets", *PRETRAIN_OUT)
     return (("plain/measured", pilot), ("shared_time/measured", (*pilot, "--shared-time")),
-            *((f"{arm}/verifiers", (*AV_COMPARE_TINY, "--checkpoint", f"{{folder}}/run_{i}/assets/tiny_av_flow",
-                                    "--methods", "--eval-size", "64")) for i, arm in enumerate(("plain", "shared_time"))))
+            *((f"{arm}/verifiers", _base_verifiers(f"{{folder}}/run_{i}/assets/tiny_av_flow"))
+              for i, arm in enumerate(("plain", "shared_time"))))
 
 ENTRIES: tuple[Entry, ...] = (
     Entry("text_arithmetic", ((None, TEXT),), fast=True, blocks={"text_arithmetic": text_single}),
@@ -909,11 +920,10 @@ ENTRIES: tuple[Entry, ...] = (
           note="the toy AV comparison at 16 prompts per step (8x the rollouts per step), seeds 0-2, then AV-GRPO with "
                "renormalize=false"),
     Entry("av_bases", (("small/measured", (*PRETRAIN_SHIPPED_AV, *PRETRAIN_OUT)),
-                       ("small/verifiers", (*AV_COMPARE_TINY, "--checkpoint", "assets/av/tiny_av_flow", "--methods",
-                                            "--eval-size", "64")),
+                       ("small/verifiers", _base_verifiers("assets/av/tiny_av_flow")),
                        ("large/measured", (PY, "pipelines/pretrain_av.py", "--pictures-only", "--assets", "assets/av_large",
                                            *PRETRAIN_OUT)),
-                       ("large/verifiers", (*AV_COMPARE_TINY, "--checkpoint", AV_LARGE, "--methods", "--eval-size", "64"))),
+                       ("large/verifiers", _base_verifiers(AV_LARGE))),
           fast=True, blocks={"av_bases": av_bases},
           note="the two tiny AV bases measured: object_color and av_sync (pretrain_av.py --pictures-only) and the AV "
                "verifiers' means on the world's 64 prompts (av_compare.py with no method)"),
