@@ -10,13 +10,17 @@ the checkpoint and contact sheets (waveform under the frames), GIFs and WAVs to 
     python pipelines/pretrain_av.py                         # ~5 min on 2 CPU cores, writes assets/av/
     python pipelines/pretrain_av.py --minutes 0.2 --assets /tmp/av   # smoke run
     python pipelines/pretrain_av.py --pictures-only         # measure and draw the shipped model
+    python pipelines/pretrain_av.py --init assets/av_large/tiny_av_flow --steps 1500 --lr 3e-4 --cross-frames 0 \
+        --assets assets/av_synced --minutes 1000           # the synced base: continue under time-aligned cross-attention
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -46,6 +50,14 @@ def measure(sample_fn, prompts: list[str], seed: int = 1234,
     return {k: round(v.mean().item(), 4) for k, v in scores.items()}, x
 
 
+def with_cross_frames(model: TinyAudioVideoFlowGenerator, frames: int) -> TinyAudioVideoFlowGenerator:
+    """``model``'s weights in a model whose cross-attention sees only the other tower's tokens within ``frames``
+    frames (the window is a mask, not a weight, so a checkpoint trained with full cross-attention continues under it)."""
+    windowed = TinyAudioVideoFlowGenerator(dataclasses.replace(model.config, cross_frames=frames))
+    windowed.load_state_dict(model.state_dict())
+    return windowed
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--minutes", type=float, default=5.0)
@@ -57,6 +69,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--layers", type=int, default=None, help=f"transformer blocks per tower (default {MODEL['layers']})")
     p.add_argument("--shared-time", action="store_true", help="both towers' tokens get the same embedding of their time "
                    "in seconds (generator.shared_time)")
+    p.add_argument("--cross-frames", type=int, default=None,
+                   help="time-aligned cross-attention: each token sees the other tower's tokens within this many "
+                        "frames of its own (generator.cross_frames; default: all)")
+    p.add_argument("--decoupled-times", type=float, default=0.0,
+                   help="fraction of training items whose audio noise level is drawn independently of the video's "
+                        "(UniDiffuser-style; 0 = one noise level for both)")
     p.add_argument("--init", type=Path, default=None,
                    help="continue training this tiny_av_flow checkpoint (its config sets the model; a fresh warmup + "
                         "cosine schedule)")
@@ -72,6 +90,12 @@ def main(argv: list[str] | None = None) -> int:
     if (args.init is not None or args.pictures_only) and (args.width is not None or args.layers is not None
                                                           or args.shared_time):
         p.error("--init and --pictures-only take the model from the checkpoint; drop --width / --layers / --shared-time")
+    if args.pictures_only and args.cross_frames is not None:
+        p.error("--pictures-only measures the checkpoint as it is: drop --cross-frames")
+    if not 0.0 <= args.decoupled_times <= 1.0:
+        p.error(f"--decoupled-times is a fraction in [0, 1], got {args.decoupled_times}")
+    if args.pictures_only and args.decoupled_times > 0:
+        p.error("--pictures-only trains nothing: drop --decoupled-times")
     if args.init is not None and args.pictures_only:
         p.error("--pictures-only trains nothing: drop --init")
     began, errors = time.perf_counter(), {}
@@ -81,8 +105,12 @@ def main(argv: list[str] | None = None) -> int:
     metrics: dict[str, object] = {}
     trained = (load_generator(args.assets / "tiny_av_flow") if args.pictures_only else
                load_generator(args.init) if args.init is not None else None)
-    size = ({k: getattr(trained.config, k) for k in ("width", "layers", "shared_time")} if trained is not None else
-            {"width": args.width or MODEL["width"], "layers": args.layers or MODEL["layers"], "shared_time": args.shared_time})
+    if args.init is not None and args.cross_frames is not None:
+        trained = with_cross_frames(trained, args.cross_frames)
+    size = ({k: getattr(trained.config, k) for k in ("width", "layers", "shared_time", "cross_frames")}
+            if trained is not None else
+            {"width": args.width or MODEL["width"], "layers": args.layers or MODEL["layers"], "shared_time": args.shared_time,
+             "cross_frames": args.cross_frames})
     torch.manual_seed(args.seed)  # after loading, which draws the initial weights it then replaces
     model = TinyAudioVideoFlowGenerator(TinyAudioVideoConfig(**{**MODEL, **size}, num_steps=args.num_steps))
     metrics["random_init"], _ = measure(lambda ps, g: model.sample(ps, generator=g), prompts, errors=errors,
@@ -94,9 +122,12 @@ def main(argv: list[str] | None = None) -> int:
         if trained is not None:
             model = trained
         start = time.perf_counter()
-        losses = fit(model, flow_loss(model, world, args.batch, audio=True), args.steps, args.lr, args.minutes, args.seed,
-                     "audio-video flow matching")
+        decoupled = (partial(model.decoupled_flow_matching_loss, fraction=args.decoupled_times)
+                     if args.decoupled_times > 0 else None)
+        losses = fit(model, flow_loss(model, world, args.batch, audio=True, decoupled=decoupled), args.steps, args.lr,
+                     args.minutes, args.seed, "audio-video flow matching")
         metrics["flow_matching"] = {**training_record(losses, time.perf_counter() - start), **size,
+                                    **({"decoupled_times": args.decoupled_times} if args.decoupled_times > 0 else {}),
                                     **({"init": str(args.init)} if args.init is not None else {})}
         model.save_pretrained(args.assets / "tiny_av_flow")
     metrics["flow_matching"]["params"] = sum(p.numel() for p in model.parameters())

@@ -643,7 +643,8 @@ def av_tiny_base(t: ResultTable) -> str:
 
 #: the two tiny AV bases (issue 16): run-label prefix -> README name
 AV_BASES = {"small": "`assets/av/tiny_av_flow` (width 64, 2 blocks per tower)",
-            "large": "`assets/av_large/tiny_av_flow` (width 128, 4 blocks per tower)"}
+            "large": "`assets/av_large/tiny_av_flow` (width 128, 4 blocks per tower)",
+            "synced": "`assets/av_synced/tiny_av_flow` (the larger base continued with `cross_frames: 0`)"}
 AV_VERIFIERS = (("desync", 2), ("video_quality", 3), ("audio_quality", 1), ("video_alignment", 2), ("audio_alignment", 2))
 AV_VERIFIER_HEADERS = ["desync (frames)", "video quality", "audio quality (dB)", "video alignment", "audio alignment"]
 
@@ -667,6 +668,23 @@ def av_bases(t: ResultTable) -> str:
         flow = t.row(f"{key}/measured/tiny_av_flow")
         lines.append(line(label, flow.values, t.row(f"{key}/verifiers/base").values, flow.info))
     return table(["model", "weights, flow steps", "av_sync", "object_color", *AV_VERIFIER_HEADERS], lines)
+
+
+AV_CROSS_HEADERS = ["joint samples", "audio for the render's video", "video for the render's audio"]
+
+
+def av_cross_modal(labels: dict[str, str], renders: str = "renders") -> Renderer:
+    """av_sync (± SE over clips) of joint samples and of one modality generated for a rendered partner, for the
+    models whose rows ``labels`` names, under the renders' own sync (row ``renders``)."""
+    def render(t: ResultTable) -> str:
+        lines = [["renders", minus(f"{t.row(renders).values['av_sync']:.3f}"), "—", "—"]]
+        for key, label in labels.items():
+            r = t.row(key)
+            lines.append([label, *(f"{minus(f'{r.values[k]:.3f}')} (±{r.se[k]:.3f})"
+                                   for k in ("joint", "given_video", "given_audio"))])
+        return table(["model", *AV_CROSS_HEADERS], lines)
+
+    return render
 
 
 def av_time_pilot(t: ResultTable) -> str:
@@ -718,6 +736,11 @@ def av_large_budget(t: ResultTable) -> str:
 def av_large_table(t: ResultTable) -> str:
     """The four methods on the larger base (per seed, two runs of two methods)."""
     return av_change_table(t, {f"seed={s}/pair={p}/": f", seed {s}" for s in AV_SEEDS for p in (1, 2)})
+
+
+def av_synced_table(t: ResultTable) -> str:
+    """The four methods on the synced base (AV-GRPO and joint GRPO on seeds 0-2, the other two on seed 0)."""
+    return av_change_table(t, {f"seed={s}/pair={p}/": f", seed {s}" for s, p in sorted(AV_SYNCED_RUNS)})
 
 
 def av_large_batch_table(t: ResultTable) -> str:
@@ -806,6 +829,10 @@ AV_COMPARE_TINY = (PY, "pipelines/av_compare.py", "--model", "tiny_av", "--resul
 AV_LARGE_COMPARE = (*AV_COMPARE_TINY, "--checkpoint", AV_LARGE, "--steps", "120", "--lr", "3e-5", "--eval-every", "24",
                     "--eval-size", "64")
 AV_LARGE_BATCH = (*AV_LARGE_COMPARE, "--prompts-per-step", "8")
+AV_SYNCED = "assets/av_synced/tiny_av_flow"
+AV_SYNCED_COMPARE = (*AV_COMPARE_TINY, "--checkpoint", AV_SYNCED, "--steps", "120", "--lr", "3e-5", "--eval-every", "24",
+                     "--eval-size", "64")
+AV_SYNCED_RUNS = (("0", 1), ("1", 1), ("0", 2), ("2", 1))  # (seed, pair): AV-GRPO and joint on three seeds, the others on one
 
 
 def _base_verifiers(checkpoint: str) -> tuple[str, ...]:
@@ -820,6 +847,36 @@ def _time_pilot_runs(steps: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     return (("plain/measured", pilot), ("shared_time/measured", (*pilot, "--shared-time")),
             *((f"{arm}/verifiers", _base_verifiers(f"{{folder}}/run_{i}/assets/tiny_av_flow"))
               for i, arm in enumerate(("plain", "shared_time"))))
+
+# continuing the larger base for 1,500 flow steps at lr 3e-4 (about 20 min each on one core), per arm: the window
+# of time-aligned cross-attention (generator.cross_frames) and the fraction of decoupled noise levels
+AV_SYNC_ARMS = {"decoupled": ("--decoupled-times", "0.5"), "window": ("--cross-frames", "0"),
+                "window_decoupled": ("--cross-frames", "0", "--decoupled-times", "0.5")}
+AV_SYNC_LABELS = {"decoupled": "decoupled noise levels (half the items)", "window": "cross-attention within the frame",
+                  "window_decoupled": "both"}
+
+
+def _sync_pilot_runs() -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The larger base continued under each arm of ``AV_SYNC_ARMS``, then the cross-modal measure of the base and
+    every arm, then the AV verifiers of every arm (these read the checkpoints under ``{folder}``)."""
+    trained = {arm: f"{{folder}}/run_{i}/assets/tiny_av_flow" for i, arm in enumerate(AV_SYNC_ARMS)}
+    train = tuple((f"{arm}/measured", (*PRETRAIN_AV, "--init", AV_LARGE, "--steps", "1500", "--lr", "3e-4", *options,
+                                       "--assets", "{out}/assets", *PRETRAIN_OUT))
+                  for arm, options in AV_SYNC_ARMS.items())
+    cross = ("cross_modal", (PY, "pipelines/av_cross_modal.py", "--checkpoints", f"base={AV_LARGE}",
+                             *(f"{arm}={path}" for arm, path in trained.items()), "--results", "{results}", "--out", "{out}"))
+    return (*train, cross, *((f"{arm}/verifiers", _base_verifiers(path)) for arm, path in trained.items()))
+
+
+def av_sync_pilot_bases(t: ResultTable) -> str:
+    """Each continued base: flow steps and last-20 loss, and the AV verifiers' means."""
+    lines = []
+    for arm, label in AV_SYNC_LABELS.items():
+        info = t.row(f"{arm}/measured/tiny_av_flow").info
+        lines.append([label, f"{info['steps']:,}", f"{info['loss_last20']:.4f}",
+                      *av_verifier_cells(t.row(f"{arm}/verifiers/base").values)])
+    return table(["continued with", "flow steps", "loss (last 20)", *AV_VERIFIER_HEADERS], lines)
+
 
 ENTRIES: tuple[Entry, ...] = (
     Entry("text_arithmetic", ((None, TEXT),), fast=True, blocks={"text_arithmetic": text_single}),
@@ -923,9 +980,12 @@ ENTRIES: tuple[Entry, ...] = (
                        ("small/verifiers", _base_verifiers("assets/av/tiny_av_flow")),
                        ("large/measured", (PY, "pipelines/pretrain_av.py", "--pictures-only", "--assets", "assets/av_large",
                                            *PRETRAIN_OUT)),
-                       ("large/verifiers", _base_verifiers(AV_LARGE))),
+                       ("large/verifiers", _base_verifiers(AV_LARGE)),
+                       ("synced/measured", (PY, "pipelines/pretrain_av.py", "--pictures-only", "--assets",
+                                            "assets/av_synced", *PRETRAIN_OUT)),
+                       ("synced/verifiers", _base_verifiers(AV_SYNCED))),
           fast=True, blocks={"av_bases": av_bases},
-          note="the two tiny AV bases measured: object_color and av_sync (pretrain_av.py --pictures-only) and the AV "
+          note="the three tiny AV bases measured: object_color and av_sync (pretrain_av.py --pictures-only) and the AV "
                "verifiers' means on the world's 64 prompts (av_compare.py with no method)"),
     Entry("av_quality_gamed", tuple((f"min_travel={t}", (*AV_COMPARE_TINY, "--checkpoint", AV_LARGE, "--methods",
                                                          "av_grpo", "joint_grpo", "--steps", "4", "--eval-every", "4",
@@ -948,6 +1008,28 @@ ENTRIES: tuple[Entry, ...] = (
           pictures={"run_0/before_after.png": "assets/readme/av_grpo_tiny_av_large_batch.png"},
           note="AV-GRPO and joint GRPO on the larger tiny AV base at 8 prompts per step (4x the rollouts), 120 steps at "
                "lr 3e-5, seed 0, one run each"),
+    Entry("av_cross_modal", ((None, (PY, "pipelines/av_cross_modal.py", "--checkpoints", "small=assets/av/tiny_av_flow",
+                                     f"large={AV_LARGE}", f"synced={AV_SYNCED}", "--results", "{results}",
+                                     "--out", "{out}")),),
+          fast=True, blocks={"av_cross_modal": av_cross_modal(AV_BASES)},
+          pictures={"large_given_video.png": "assets/readme/av_cross_modal_large.png",
+                    "synced_given_video.png": "assets/readme/av_cross_modal_synced.png"}),
+    Entry("av_compare_tiny_av_synced",
+          tuple((f"seed={s}/pair={p}", (*AV_SYNCED_COMPARE, "--methods",
+                                        *(("av_grpo", "joint_grpo") if p == 1 else ("video_sde", "routed")), "--seed", s))
+                for s, p in AV_SYNCED_RUNS),
+          fast=False, blocks={"av_compare_tiny_av_synced": av_synced_table,
+                              "av_compare_tiny_av_synced/budget": av_large_budget},
+          pictures={"run_0/before_after.png": "assets/readme/av_grpo_tiny_av_synced.png"},
+          note="AV-GRPO and its baselines on the synced tiny AV base, 120 steps at lr 3e-5: AV-GRPO and joint GRPO on "
+               "seeds 0-2, video-SDE and routed on seed 0"),
+    Entry("av_sync_pilot", _sync_pilot_runs(), fast=False,
+          blocks={"av_sync_pilot": av_cross_modal({"cross_modal/base": AV_BASES["large"],
+                                                   **{f"cross_modal/{a}": f"+ {l}" for a, l in AV_SYNC_LABELS.items()}},
+                                                  renders="cross_modal/renders"),
+                  "av_sync_pilot/bases": av_sync_pilot_bases},
+          note="the larger tiny AV base continued 1,500 flow steps under decoupled noise levels, time-aligned "
+               "cross-attention, or both; cross-modal av_sync and the AV verifiers of each"),
     Entry("av_shared_time_pilot", _time_pilot_runs("1700"), fast=False,
           blocks={"av_shared_time_pilot": av_time_pilot},
           note="the small tiny AV base's size and step count pretrained twice: per-token learned positions only, and "

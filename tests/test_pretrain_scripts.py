@@ -72,3 +72,28 @@ def test_training_record_averages_over_the_steps_a_short_run_has():
     assert training_record([1.0, 2.0, 3.0], 1.234) == {"steps": 3, "seconds": 1.2, "loss_first20": 2.0, "loss_last20": 2.0}
     losses = [float(i) for i in range(30)]
     assert training_record(losses, 0.0)["loss_first20"] == 9.5 and training_record(losses, 0.0)["loss_last20"] == 19.5
+
+
+def test_decoupled_times_are_recorded_and_bad_values_refused(tmp_path, capsys):
+    metrics = _run(tmp_path, "decoupled", "--width", "32", "--layers", "1", "--decoupled-times", "0.5")
+    assert metrics["flow_matching"]["decoupled_times"] == 0.5
+    assert "decoupled_times" not in _run(tmp_path, "plain", "--width", "32", "--layers", "1")["flow_matching"]
+    for bad, message in ((["--decoupled-times", "1.5"], "fraction in [0, 1]"),
+                         (["--pictures-only", "--decoupled-times", "0.5"], "trains nothing")):
+        with pytest.raises(SystemExit):
+            pretrain_av.main(["--assets", str(tmp_path / "x"), *bad])
+        assert message in capsys.readouterr().err
+
+
+def test_init_can_continue_a_checkpoint_under_a_cross_attention_window(tmp_path):
+    """--cross-frames with --init: the window is a mask, so the checkpoint's weights continue under it."""
+    _run(tmp_path, "full", "--width", "32", "--layers", "1")
+    metrics = _run(tmp_path, "windowed", "--init", str(tmp_path / "full" / "tiny_av_flow"), "--steps", "1",
+                   "--cross-frames", "0")
+    assert metrics["flow_matching"]["cross_frames"] == 0
+    config = json.loads((tmp_path / "windowed" / "tiny_av_flow" / "generator.json").read_text())["config"]
+    assert (config["cross_frames"], config["width"]) == (0, 32)
+    before = load_file(tmp_path / "full" / "tiny_av_flow" / "model.safetensors")
+    after = load_file(tmp_path / "windowed" / "tiny_av_flow" / "model.safetensors")
+    assert before.keys() == after.keys()
+    assert all(torch.allclose(before[k], after[k], atol=1e-4) for k in before)  # one warmup step from the same weights

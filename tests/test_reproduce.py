@@ -62,8 +62,10 @@ UNTRACED_FIGURES = {
         "0.926": "core_compare_images.py prints the standalone LRM's pair accuracy; the result file does not store it",
     },
     "Audio-video: modality-anchored GRPO (AV-GRPO)": {
-        f: "AV-GRPO video-quality investigation: av_compare.py variants run once each, commands in the text"
-        for f in ("-0.0155", "-0.0093", "-0.0097", "-0.0042")
+        **{f: "AV-GRPO video-quality investigation: av_compare.py variants run once each, commands in the text"
+           for f in ("-0.0155", "-0.0093", "-0.0097", "-0.0042")},
+        "0.456": "one-off run: pretrain_av.py --init assets/av_large/tiny_av_flow --minutes 20 --steps 100000 --lr 3e-4 "
+                 "--cross-frames 0 --decoupled-times 0.5, scored by av_cross_modal.py",
     },
 }
 

@@ -128,3 +128,98 @@ def test_shared_time_gives_audio_and_video_of_one_moment_the_same_position_featu
     plain.load_state_dict(gen.state_dict())  # the time features are not weights: the same weights load either way
     assert (plain.velocity(noise, torch.full((2,), 0.5), plain.encode(AV_PROMPTS))
             - gen.velocity(noise, torch.full((2,), 0.5), gen.encode(AV_PROMPTS))).abs().max() > 1e-4
+
+
+def _av_model() -> TinyAudioVideoFlowGenerator:
+    torch.manual_seed(0)
+    return TinyAudioVideoFlowGenerator(TinyAudioVideoConfig(**SMALL_AV, num_steps=2))
+
+
+def test_modality_velocity_at_equal_times_is_the_velocity_and_the_audio_time_reaches_only_the_audio_tower():
+    gen = _av_model()
+    x, cond = gen.make_noise(2, _seeded()), gen.encode(AV_PROMPTS)
+    t = torch.tensor([0.3, 0.8])
+    joint = gen.velocity(x, t, cond)
+    torch.testing.assert_close(gen.modality_velocity(x, {"video": t, "audio": t}, cond), joint, rtol=0, atol=0)
+    moved = gen.modality_velocity(x, {"video": t, "audio": torch.tensor([0.9, 0.1])}, cond)
+    video = gen.latent_slices()["video"]
+    audio = gen.latent_slices()["audio"]
+    assert (moved[:, audio] - joint[:, audio]).abs().max() > 1e-4
+    # one block: the video tower reads the audio tokens as they enter, before any block adds a time, so only the
+    # audio tower's output sees the audio's level
+    torch.testing.assert_close(moved[:, video], joint[:, video], rtol=0, atol=0)
+    with pytest.raises(ValueError, match="needs times for 'video' and 'audio'"):
+        gen.modality_velocity(x, {"video": t}, cond)
+
+
+def test_decoupled_flow_matching_noises_each_modality_at_its_own_level():
+    gen = _av_model()
+    clean = gen.make_noise(4, _seeded(1)).clamp(-1, 1)
+    cond = gen.encode(AV_PROMPTS * 2)
+    torch.testing.assert_close(gen.decoupled_flow_matching_loss(clean, cond, _seeded(2), fraction=0.0),
+                               gen.flow_matching_loss(clean, cond, _seeded(2)), rtol=0, atol=0)
+    seen = []
+    plain_velocity = gen.modality_velocity
+    gen.modality_velocity = lambda x, times, c=None: seen.append((x, times)) or plain_velocity(x, times, c)
+    loss = gen.decoupled_flow_matching_loss(clean, cond, _seeded(2), fraction=1.0)
+    g = _seeded(2)  # the documented draws: noise, the video's level, the audio's own level, which items decouple
+    eps, t, own = torch.randn(clean.shape, generator=g), torch.rand((4,), generator=g), torch.rand((4,), generator=g)
+    x, times = seen[0]
+    torch.testing.assert_close(times["video"], t)
+    torch.testing.assert_close(times["audio"], own)  # fraction 1: every item's audio has its own level
+    for modality, level in (("video", t), ("audio", own)):
+        part = gen.latent_slices()[modality]
+        torch.testing.assert_close(x[:, part], (1 - level[:, None]) * clean[:, part] + level[:, None] * eps[:, part])
+    torch.testing.assert_close(loss, (plain_velocity(x, times, cond) - (eps - clean)).pow(2).mean())
+    with pytest.raises(ConfigError, match="fraction of decoupled noise levels"):
+        gen.decoupled_flow_matching_loss(clean, cond, _seeded(2), fraction=1.5)
+
+
+def test_sample_given_holds_the_given_modality_on_its_noised_path_and_ends_on_it():
+    from visalign.toys.video_pretrain import sample_given
+
+    gen = _av_model()
+    clean, noise = gen.make_noise(2, _seeded(1)).clamp(-1, 1), gen.make_noise(2, _seeded(2))
+    seen = []
+    plain_velocity = gen.velocity
+    gen.velocity = lambda x, t, c=None: seen.append((x.clone(), t)) or plain_velocity(x, t, c)
+    out = sample_given(gen, clean, "video", noise, gen.encode(AV_PROMPTS))
+    video, audio = gen.latent_slices()["video"], gen.latent_slices()["audio"]
+    sigmas = gen.sigmas().tolist()
+    assert len(seen) == len(sigmas) - 1
+    for (x, t), sigma in zip(seen, sigmas):
+        torch.testing.assert_close(t, torch.full((2,), sigma))
+        torch.testing.assert_close(x[:, video], (1 - sigma) * clean[:, video] + sigma * noise[:, video])
+    torch.testing.assert_close(out[:, video], clean[:, video], rtol=0, atol=0)
+    assert (out[:, audio] - noise[:, audio]).abs().max() > 1e-3  # the audio was generated
+
+
+def test_cross_frames_lets_an_audio_token_hear_only_the_video_of_its_own_frame(tmp_path):
+    """generator.cross_frames = 0: moving the pixels of frame k changes the audio velocity (one block) only on the
+    audio tokens that lie in frame k; without the option every audio token hears every frame."""
+    torch.manual_seed(0)
+    gen = TinyAudioVideoFlowGenerator(TinyAudioVideoConfig(**SMALL_AV, num_steps=2, cross_frames=0))
+    full = TinyAudioVideoFlowGenerator(TinyAudioVideoConfig(**SMALL_AV, num_steps=2))
+    full.load_state_dict(gen.state_dict())  # the masks are not weights: the same weights load either way
+    c = gen.config
+    x, t = gen.make_noise(2, _seeded()), torch.full((2,), 0.5)
+    frame, per_frame_audio = 2, c.audio_length // c.frames  # samples of audio per frame
+    moved = x.clone()
+    video = moved[:, gen.latent_slices()["video"]].view(2, *c.video_shape)
+    video[:, :, frame] += 1.0
+    audio = gen.latent_slices()["audio"]
+    for model, only_frame in ((gen, True), (full, False)):
+        cond = model.encode(AV_PROMPTS)
+        change = (model.velocity(moved, t, cond) - model.velocity(x, t, cond))[:, audio].abs().view(2, c.frames, -1)
+        inside = change[:, frame].max()
+        outside = torch.cat([change[:, :frame], change[:, frame + 1:]], dim=1).max()
+        assert inside > 1e-4
+        assert (outside == 0) if only_frame else (outside > 1e-4)
+    assert per_frame_audio % c.audio_patch == 0  # whole audio tokens per frame in this configuration
+    gen.save_pretrained(tmp_path / "av")
+    loaded = load_generator(tmp_path / "av")
+    assert loaded.config.cross_frames == 0
+    torch.testing.assert_close(loaded.velocity(x, t, loaded.encode(AV_PROMPTS)), gen.velocity(x, t, gen.encode(AV_PROMPTS)),
+                               rtol=0, atol=0)
+    with pytest.raises(ConfigError, match="cross_frames must be >= 0"):
+        TinyAudioVideoConfig(**SMALL_AV, cross_frames=-1)

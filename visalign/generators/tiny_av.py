@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar, Mapping, Sequence
 
 import torch
 from torch import nn
 
 from ..core.audio_video import AudioVideoFlowModel
 from ..core.config import ConfigError, check, option
+from ..core.flow import noise_latents
 from ..core.generator import register_generator
 from .text_encoder import TinyTextEncoder
 from .tiny import _PromptFlowMixin
@@ -36,12 +37,16 @@ class TinyAudioVideoConfig(TinyVideoFlowConfig):
     audio_patch: int = option(64, "audio samples per audio token")
     shared_time: bool = option(False, "add the same sinusoidal embedding of each token's start time (seconds) to "
                                "both towers' tokens, so audio and video of one moment share a position feature")
+    cross_frames: int | None = option(None, "time-aligned cross-attention: each token sees only the other tower's "
+                                      "tokens within this many video frames of its own (0: its frame); null: all")
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check(self.sample_rate >= 1 and self.audio_patch >= 1, "sample_rate and audio_patch must be >= 1")
         length = self.frames / self.fps * self.sample_rate
         check(abs(length - round(length)) < 1e-6, f"frames / fps * sample_rate = {length} must be a whole number of samples")
+        check(self.cross_frames is None or self.cross_frames >= 0,
+              f"cross_frames must be >= 0 (or null for full cross-attention), got {self.cross_frames}")
         check(round(length) % self.audio_patch == 0,
               f"audio length {round(length)} (frames / fps * sample_rate) must be divisible by audio_patch {self.audio_patch}")
 
@@ -83,9 +88,21 @@ class TinyAudioVideoBackbone(nn.Module):
             for name, times in zip(("video_time", "audio_time"), self.token_times()):
                 self.register_buffer(name, time_embedding(times, c.width, duration, c.audio_patch / c.sample_rate),
                                      persistent=False)
+        if c.cross_frames is not None:
+            video_frame, audio_frame = (torch.floor(times * c.fps + 1e-6) for times in self.token_times())
+            near = (video_frame[:, None] - audio_frame[None]).abs() <= c.cross_frames
+            bias = torch.zeros(near.shape).masked_fill(~near, float("-inf"))
+            self.register_buffer("video_cross_bias", bias, persistent=False)
+            self.register_buffer("audio_cross_bias", bias.T.contiguous(), persistent=False)
 
     def encode(self, prompts: Sequence[str]) -> TextCond:
         return self.text_encoder(list(prompts))
+
+    def cross_biases(self) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        """The video tower's and the audio tower's cross-attention bias over the other tower's tokens (None: all seen)."""
+        if self.config.cross_frames is None:
+            return None, None
+        return self.video_cross_bias, self.audio_cross_bias
 
     def token_times(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Start time in seconds of each video token (its frame, frame-major) and of each audio token (its chunk)."""
@@ -95,18 +112,22 @@ class TinyAudioVideoBackbone(nn.Module):
         audio = torch.arange(c.audio_length // c.audio_patch) * (c.audio_patch / c.sample_rate)
         return video, audio
 
-    def forward(self, x: torch.Tensor, t: torch.Tensor, cond: TextCond) -> torch.Tensor:
-        """Velocity for flat latents ``[B, D_video + D_audio]``."""
+    def forward(self, x: torch.Tensor, t: torch.Tensor, cond: TextCond, audio_t: torch.Tensor | None = None) -> torch.Tensor:
+        """Velocity for flat latents ``[B, D_video + D_audio]`` at noise level ``t``, or with the audio part at its
+        own level ``audio_t`` (each tower's blocks get its own modality's time embedding)."""
         c = self.config
         states, pooled = cond
         emb = self.embedding(t, pooled)
+        audio_emb = emb if audio_t is None else self.embedding(audio_t, pooled)
         video, audio = x[:, : c.video_size], x[:, c.video_size:]
         hv = self.video_tower.embed(video_to_tokens(video.reshape(-1, *c.video_shape), c.patch_size))
         ha = self.audio_tower.embed(audio.reshape(x.shape[0], -1, c.audio_patch))
         if c.shared_time:
             hv, ha = hv + self.video_time.to(hv.dtype), ha + self.audio_time.to(ha.dtype)
+        video_bias, audio_bias = self.cross_biases()
         for i in range(c.layers):
-            hv, ha = self.video_tower.block(i, hv, emb, states, ha), self.audio_tower.block(i, ha, emb, states, hv)
+            hv, ha = (self.video_tower.block(i, hv, emb, states, ha, video_bias),
+                      self.audio_tower.block(i, ha, audio_emb, states, hv, audio_bias))
         out_v = tokens_to_video(self.video_tower.out(hv), c.video_shape, c.patch_size).flatten(1)
         out_a = self.audio_tower.out(ha).flatten(1)
         return torch.cat([out_v, out_a], dim=1).to(x.dtype)
@@ -142,6 +163,32 @@ class TinyAudioVideoFlowGenerator(_TinyVideoMixin, _PromptFlowMixin, AudioVideoF
 
     def velocity(self, x: torch.Tensor, t: torch.Tensor, cond: Any = None) -> torch.Tensor:
         return self.backbone(x, t, self._cond(cond, x.shape[0]))
+
+    def modality_velocity(self, x: torch.Tensor, times: Mapping[str, torch.Tensor], cond: Any = None) -> torch.Tensor:
+        """Velocity when the video part is at noise level ``times["video"]`` and the audio part at ``times["audio"]``
+        (each ``[B]``); equal times give :meth:`velocity`."""
+        if set(times) != {"video", "audio"}:
+            raise ValueError(f"modality_velocity needs times for 'video' and 'audio', got {sorted(times)}")
+        return self.backbone(x, times["video"], self._cond(cond, x.shape[0]), audio_t=times["audio"])
+
+    def decoupled_flow_matching_loss(self, x0: torch.Tensor, cond: Any = None, generator: torch.Generator | None = None,
+                                     fraction: float = 0.5) -> torch.Tensor:
+        """Flow matching where a ``fraction`` of the items draw the audio's noise level independently of the video's
+        (UniDiffuser-style): an item with clean video and noisy audio (or the reverse) is only denoised well by
+        reading the other tower, which is what ties the sound's timing to the motion. ``fraction = 0`` is
+        :meth:`flow_matching_loss` (same draws)."""
+        check(0.0 <= fraction <= 1.0, f"fraction of decoupled noise levels must be in [0, 1], got {fraction}")
+        if fraction == 0.0:
+            return self.flow_matching_loss(x0, cond, generator)
+        eps = torch.randn(x0.shape, generator=generator).to(x0.device, x0.dtype)
+        t = torch.rand((x0.shape[0],), generator=generator).to(x0.device, x0.dtype)
+        own = torch.rand((x0.shape[0],), generator=generator).to(x0.device, x0.dtype)
+        decoupled = torch.rand((x0.shape[0],), generator=generator).to(x0.device) < fraction
+        times = {"video": t, "audio": torch.where(decoupled, own, t)}
+        noise = self.split_latents(eps)
+        per_part = {m: noise_latents(part, times[m], noise[m]) for m, part in self.split_latents(x0).items()}
+        prediction = self.modality_velocity(self.join_latents(per_part), times, cond)
+        return (prediction - (eps - x0)).float().pow(2).mean()
 
     def encode_samples(self, samples: dict) -> torch.Tensor:
         """Audio-video dict -> flat latents (pretraining targets); shapes are checked against the config."""

@@ -144,12 +144,18 @@ class TokenTower(nn.Module):
         return self.proj_in(tokens.to(self.proj_in.weight.dtype)) + self.pos
 
     def block(self, i: int, h: torch.Tensor, emb: torch.Tensor, text_states: torch.Tensor,
-              other: torch.Tensor | None = None) -> torch.Tensor:
-        """Block ``i`` on hidden tokens ``h`` with the time/prompt vector ``emb`` added to every token."""
+              other: torch.Tensor | None = None, other_bias: torch.Tensor | None = None) -> torch.Tensor:
+        """Block ``i`` on hidden tokens ``h`` with the time/prompt vector ``emb`` added to every token;
+        ``other_bias`` (``[tokens of h, tokens of other]``, 0 or -inf) limits which of the other tower's tokens each
+        token's cross-attention sees (the prompt tokens stay visible to all)."""
         context = self.text_proj(text_states.to(h.dtype))
+        mask = None
         if self.other_proj is not None and other is not None:
+            if other_bias is not None:
+                visible_text = other_bias.new_zeros(other_bias.shape[0], context.shape[1])
+                mask = torch.cat([visible_text, other_bias], dim=1).to(h.dtype).expand(h.shape[0], -1, -1)
             context = torch.cat([context, self.other_proj(other)], dim=1)
-        return self.blocks[i](h + emb.unsqueeze(1), encoder_hidden_states=context)
+        return self.blocks[i](h + emb.unsqueeze(1), encoder_hidden_states=context, encoder_attention_mask=mask)
 
     def out(self, h: torch.Tensor) -> torch.Tensor:
         return self.proj_out(self.norm_out(h))

@@ -11,11 +11,12 @@ import json
 import math
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import torch
 from tqdm import tqdm
 
+from ..core.audio_video import AudioVideoFlowModel
 from ..core.flow import FlowModel
 from ..core.generator import Generator
 from ..results import Tolerance
@@ -84,15 +85,19 @@ def world_latents(model: FlowModel, prompts: list[str], world: WorldConfig, gene
     return model.encode_samples(clips) if audio else clips
 
 
-def flow_loss(model: FlowModel, world: WorldConfig, batch: int, audio: bool = False) -> LossFn:
-    """Flow-matching loss on ``batch`` fresh (prompt, clip) pairs drawn uniformly from the world's prompts."""
+def flow_loss(model: FlowModel, world: WorldConfig, batch: int, audio: bool = False,
+              decoupled: Callable[..., torch.Tensor] | None = None) -> LossFn:
+    """Flow-matching loss on ``batch`` fresh (prompt, clip) pairs drawn uniformly from the world's prompts;
+    ``decoupled`` replaces ``model.flow_matching_loss`` (same arguments), e.g. an audio-video model's loss with
+    per-modality noise levels."""
     prompts = all_prompts(audio)
+    loss = model.flow_matching_loss if decoupled is None else decoupled
 
     def loss_fn(g: torch.Generator) -> torch.Tensor:
         idx = torch.randint(len(prompts), (batch,), generator=g).tolist()
         ps = [prompts[i] for i in idx]
         x0 = world_latents(model, ps, world, g, audio).to(model.device)
-        return model.flow_matching_loss(x0, model.encode(ps), generator=g)
+        return loss(x0, model.encode(ps), generator=g)
 
     return loss_fn
 
@@ -112,4 +117,22 @@ def distill_loss(student: Generator, teacher: FlowModel, batch: int, teacher_ste
     return loss_fn
 
 
-__all__ = ["fit", "flow_loss", "distill_loss", "training_record", "world_latents"]
+
+
+@torch.no_grad()
+def sample_given(model: AudioVideoFlowModel, x0: torch.Tensor, given: str, noise: torch.Tensor, cond: Any = None,
+                 num_steps: int | None = None) -> torch.Tensor:
+    """Euler ODE from ``noise`` in which the ``given`` modality is held on the forward path ``(1 - σ) x0 + σ ε`` of
+    the clean latents ``x0`` (ε: that part of ``noise``) at every step and ends at ``x0``: the other modality is
+    generated for a known partner, at the same noise level the joint sampler would see it. Returns latents."""
+    slot = model.latent_slices()[given]
+    sigmas = model.sigmas(num_steps).tolist()
+    x = noise.clone()
+    for sigma, sigma_next in zip(sigmas[:-1], sigmas[1:]):
+        x[:, slot] = (1 - sigma) * x0[:, slot] + sigma * noise[:, slot]
+        x = model.ode_step(x, model.velocity(x, model.time(sigma, x), cond), sigma, sigma_next)
+    x[:, slot] = x0[:, slot]
+    return x
+
+
+__all__ = ["fit", "flow_loss", "distill_loss", "training_record", "world_latents", "sample_given"]

@@ -1,0 +1,35 @@
+"""``pipelines/av_cross_modal.py``: av_sync of joint samples and of one modality generated for a rendered partner."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from visalign.generators.tiny_av import TinyAudioVideoConfig, TinyAudioVideoFlowGenerator
+
+from .conftest import load_pipeline_script
+
+av_cross_modal = load_pipeline_script("av_cross_modal")
+MODEL = load_pipeline_script("pretrain_av").MODEL
+
+
+def test_each_checkpoint_gets_the_three_conditions_with_standard_errors(tmp_path):
+    for name, window in (("full", None), ("windowed", 0)):
+        TinyAudioVideoFlowGenerator(TinyAudioVideoConfig(**{**MODEL, "width": 32, "layers": 1}, num_steps=2,
+                                                         cross_frames=window)).save_pretrained(tmp_path / name)
+    result = tmp_path / "result.json"
+    av_cross_modal.main(["--checkpoints", f"full={tmp_path / 'full'}", f"windowed={tmp_path / 'windowed'}",
+                         "--draws", "1", "--out", str(tmp_path / "pics"), "--results", str(result)])
+    rows = {r["row"]: r for r in json.loads(result.read_text())["rows"]}
+    assert set(rows) == {"renders", "full", "windowed"}
+    assert rows["renders"]["values"]["av_sync"] > 0.7  # the world's own clips are in sync
+    for name in ("full", "windowed"):
+        assert set(rows[name]["values"]) == set(rows[name]["se"]) == set(av_cross_modal.CONDITIONS)
+        assert all(-1 <= v <= 1 for v in rows[name]["values"].values())
+        assert (tmp_path / "pics" / f"{name}_given_video.png").is_file()
+
+
+@pytest.mark.parametrize("pairs, message", [(["a"], "name=path"), (["a=x", "a=y"], "unique")])
+def test_checkpoint_names_are_checked(pairs, message):
+    with pytest.raises(SystemExit, match=message):
+        av_cross_modal.parse_checkpoints(pairs)
