@@ -75,6 +75,12 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     models = {name: load_generator(path).eval() for name, path in parse_checkpoints(args.checkpoints).items()}
     first = next(iter(models.values())).config
+    world_keys = ("image_size", "frames", "fps", "sample_rate")
+    for name, model in models.items():
+        if any(getattr(model.config, k) != getattr(first, k) for k in world_keys):
+            its_world = ", ".join(f"{k}={getattr(model.config, k)}" for k in world_keys)
+            p.error(f"checkpoint {name!r} renders another world ({its_world}) than the first; the renders are shared, "
+                    "so compare models of one world")
     world = WorldConfig(size=first.image_size, frames=first.frames, fps=first.fps, sample_rate=first.sample_rate)
     prompts = all_prompts(audio=True) * args.draws
     g = torch.Generator().manual_seed(args.seed)

@@ -33,3 +33,12 @@ def test_each_checkpoint_gets_the_three_conditions_with_standard_errors(tmp_path
 def test_checkpoint_names_are_checked(pairs, message):
     with pytest.raises(SystemExit, match=message):
         av_cross_modal.parse_checkpoints(pairs)
+
+
+def test_checkpoints_of_another_world_are_refused(tmp_path, capsys):
+    for name, size in (("a", {}), ("b", {"image_size": 8, "patch_size": 4})):
+        TinyAudioVideoFlowGenerator(TinyAudioVideoConfig(**{**MODEL, "width": 32, "layers": 1, **size},
+                                                         num_steps=2)).save_pretrained(tmp_path / name)
+    with pytest.raises(SystemExit):
+        av_cross_modal.main(["--checkpoints", f"a={tmp_path / 'a'}", f"b={tmp_path / 'b'}", "--out", str(tmp_path / "o")])
+    assert "renders another world" in capsys.readouterr().err
