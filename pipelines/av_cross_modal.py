@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         noise = torch.randn((len(prompts), *model.noise_shape), generator=torch.Generator().manual_seed(args.seed + 1))
         scores, given_video = measure(model, prompts, clips, noise)
         rows.append(row(name, scores, {"params": sum(q.numel() for q in model.parameters())}))
-        print(name, {k: f"{v.mean():.3f} ± {v.std() / len(v) ** 0.5:.3f}" for k, v in scores.items()})
+        print(name, {k: f"{v:.3f} ± {rows[-1].se[k]:.3f}" for k, v in rows[-1].values.items()})
         picked = {k: v[shown] if isinstance(v, torch.Tensor) else v for k, v in given_video.items()}
         path = save_samples(picked, args.out / f"{name}_given_video.png", [prompts[i] for i in shown],
                             rewards=scores["given_video"][shown])

@@ -122,9 +122,8 @@ def main(argv: list[str] | None = None) -> int:
         if trained is not None:
             model = trained
         start = time.perf_counter()
-        decoupled = (partial(model.decoupled_flow_matching_loss, fraction=args.decoupled_times)
-                     if args.decoupled_times > 0 else None)
-        losses = fit(model, flow_loss(model, world, args.batch, audio=True, decoupled=decoupled), args.steps, args.lr,
+        loss = partial(model.decoupled_flow_matching_loss, fraction=args.decoupled_times)  # 0: the plain loss
+        losses = fit(model, flow_loss(model, world, args.batch, audio=True, loss=loss), args.steps, args.lr,
                      args.minutes, args.seed, "audio-video flow matching")
         metrics["flow_matching"] = {**training_record(losses, time.perf_counter() - start), **size,
                                     **({"decoupled_times": args.decoupled_times} if args.decoupled_times > 0 else {}),

@@ -63,6 +63,11 @@ def table(head: list[str], lines: list[list[str]]) -> str:
     return "\n".join(rows + ["| " + " | ".join(line) + " |" for line in lines])
 
 
+def value_se(r: ResultRow, column: str, digits: int = 3, sign: str = "") -> str:
+    """A row's ``column`` as ``value (±SE)`` (``sign="+"``: the value always signed)."""
+    return minus(f"{r.values[column]:{sign}.{digits}f}") + f" (±{r.se[column]:.{digits}f})"
+
+
 # ---------------------------------------------------------------------------------------------------- text side
 ESTIMATORS = {"grpo": "GRPO", "dr_grpo": "Dr.GRPO", "rloo": "RLOO", "mapp": "MaPP"}
 
@@ -75,12 +80,8 @@ def text_single(t: ResultTable) -> str:
 
 def text_seeds(t: ResultTable) -> str:
     """Warm start: mean exact match ± SE over seeds; estimators: mean gain over the same seed's warm start ± SE."""
-    def cell(name: str, column: str, sign: str = "") -> str:
-        r = t.row(name)
-        return minus(f"{r.values[column]:{sign}.3f}") + f" (±{r.se[column]:.3f})"
-
     return table(["warm start", *ESTIMATORS.values()],
-                 [[cell("warm start", "exact_match"), *(cell(k, "gain", "+") for k in ESTIMATORS)]])
+                 [[value_se(t.row("warm start"), "exact_match"), *(value_se(t.row(k), "gain", sign="+") for k in ESTIMATORS)]])
 
 
 THREADS = ("1", "3", "4")
@@ -627,11 +628,9 @@ def pretrain_steps(t: ResultTable) -> str:
 
 # ---------------------------------------------------------------------------------------------------- AV-GRPO, tiny AV
 def av_tiny_table(t: ResultTable) -> str:
-    def cell(r, column: str, digits: int) -> str:
-        return signed(r.values[column], digits) + f" (±{r.se[column]:.{digits}f})"
-
-    lines = [[m.removesuffix("_grpo") if m == "joint_grpo" else m, cell(t.row(m), "desync", 2),
-              cell(t.row(m), "video_quality", 3), cell(t.row(m), "audio_quality", 1)] for m in AV_METHODS]
+    lines = [[m.removesuffix("_grpo") if m == "joint_grpo" else m,
+              *(value_se(t.row(m), k, d, "+") for k, d in (("desync", 2), ("video_quality", 3), ("audio_quality", 1)))]
+             for m in AV_METHODS]
     return table(["method", "Δ desync", "Δ video quality", "Δ audio quality (dB)"], lines)
 
 
@@ -680,8 +679,7 @@ def av_cross_modal(labels: dict[str, str], renders: str = "renders") -> Renderer
         lines = [["renders", minus(f"{t.row(renders).values['av_sync']:.3f}"), "—", "—"]]
         for key, label in labels.items():
             r = t.row(key)
-            lines.append([label, *(f"{minus(f'{r.values[k]:.3f}')} (±{r.se[k]:.3f})"
-                                   for k in ("joint", "given_video", "given_audio"))])
+            lines.append([label, *(value_se(r, k) for k in ("joint", "given_video", "given_audio"))])
         return table(["model", *AV_CROSS_HEADERS], lines)
 
     return render
@@ -689,10 +687,8 @@ def av_cross_modal(labels: dict[str, str], renders: str = "renders") -> Renderer
 
 def av_time_pilot(t: ResultTable) -> str:
     """The two pilot bases (learned positions only vs shared time features) and the renders."""
-    def line(label: str, measured, verifiers: dict | None) -> list[str]:
-        v, se = measured.values, measured.se
-        return [label, *(f"{minus(f'{v[k]:.3f}')} (±{se[k]:.3f})" for k in ("av_sync", "object_color")),
-                *av_verifier_cells(verifiers)]
+    def line(label: str, measured: ResultRow, verifiers: dict | None) -> list[str]:
+        return [label, *(value_se(measured, k) for k in ("av_sync", "object_color")), *av_verifier_cells(verifiers)]
 
     lines = [line("renders", t.row("plain/measured/renders"), None)]
     for arm, label in (("plain", "learned positions per tower"), ("shared_time", "+ `shared_time`")):
@@ -704,12 +700,9 @@ def av_time_pilot(t: ResultTable) -> str:
 def av_change_table(t: ResultTable, prefixes: dict[str, str]) -> str:
     """Each method's change of every AV verifier (paired SE) and its rollouts, from the runs under each prefix of
     ``prefixes`` (prefix -> what its rows add to the method's label)."""
-    def cell(r, column: str, digits: int) -> str:
-        return signed(r.values[column], digits) + f" (±{r.se[column]:.{digits}f})"
-
     digits = dict(AV_VERIFIERS, video_quality=4)
     rows = {r.row: r for r in t.rows}
-    lines = [[label + suffix, str(r.info["rollouts"]), *(cell(r, k, digits[k]) for k, _ in AV_VERIFIERS)]
+    lines = [[label + suffix, str(r.info["rollouts"]), *(value_se(r, k, digits[k], "+") for k, _ in AV_VERIFIERS)]
              for m, label in AV_METHODS.items() for p, suffix in prefixes.items()
              for r in [rows.get(f"{p}{m}")] if r is not None]
     return table(["method", "rollouts", "Δ desync", "Δ video quality", "Δ audio quality (dB)", "Δ video alignment",
@@ -717,7 +710,7 @@ def av_change_table(t: ResultTable, prefixes: dict[str, str]) -> str:
 
 
 def av_large_budget(t: ResultTable) -> str:
-    """Per seed, what AV-GRPO needed to match joint GRPO's final desync gain on the larger base."""
+    """Per seed, what AV-GRPO needed to match joint GRPO's final desync gain (runs labelled ``seed=S/pair=1``)."""
     parts = []
     for seed in AV_SEEDS:
         budget = t.row(f"seed={seed}/pair=1/budget")
@@ -822,17 +815,28 @@ REFLECTION_RUNS = (("default", ()), ("shared", ("--first-render", "shared")), ("
 PRETRAIN_VIDEO = (PY, "pipelines/pretrain_video.py", "--flow-minutes", "1000", "--distill-minutes", "1000")
 PRETRAIN_AV = (PY, "pipelines/pretrain_av.py", "--minutes", "1000")
 PRETRAIN_SHIPPED_VIDEO = (PY, "pipelines/pretrain_video.py", "--pictures-only", "--assets", "assets/video")
-PRETRAIN_SHIPPED_AV = (PY, "pipelines/pretrain_av.py", "--pictures-only", "--assets", "assets/av")
 PRETRAIN_OUT = ("--results", "{results}", "--out", "{out}")
 AV_LARGE = "assets/av_large/tiny_av_flow"
 AV_COMPARE_TINY = (PY, "pipelines/av_compare.py", "--model", "tiny_av", "--results", "{results}", "--out", "{out}")
-AV_LARGE_COMPARE = (*AV_COMPARE_TINY, "--checkpoint", AV_LARGE, "--steps", "120", "--lr", "3e-5", "--eval-every", "24",
-                    "--eval-size", "64")
-AV_LARGE_BATCH = (*AV_LARGE_COMPARE, "--prompts-per-step", "8")
 AV_SYNCED = "assets/av_synced/tiny_av_flow"
-AV_SYNCED_COMPARE = (*AV_COMPARE_TINY, "--checkpoint", AV_SYNCED, "--steps", "120", "--lr", "3e-5", "--eval-every", "24",
-                     "--eval-size", "64")
+
+
+def _av_compare_120(checkpoint: str) -> tuple[str, ...]:
+    """av_compare.py on ``checkpoint``: 120 steps at lr 3e-5, evaluated every 24 steps on 64 items."""
+    return (*AV_COMPARE_TINY, "--checkpoint", checkpoint, "--steps", "120", "--lr", "3e-5", "--eval-every", "24",
+            "--eval-size", "64")
+
+
+AV_LARGE_COMPARE = _av_compare_120(AV_LARGE)
+AV_LARGE_BATCH = (*AV_LARGE_COMPARE, "--prompts-per-step", "8")
+AV_SYNCED_COMPARE = _av_compare_120(AV_SYNCED)
+AV_PAIRS = {1: ("av_grpo", "joint_grpo"), 2: ("video_sde", "routed")}  # the methods of one av_compare run, by pair
 AV_SYNCED_RUNS = (("0", 1), ("1", 1), ("0", 2), ("2", 1))  # (seed, pair): AV-GRPO and joint on three seeds, the others on one
+
+
+def _shipped_av(folder: str) -> tuple[str, ...]:
+    """pretrain_av.py measuring (and drawing) the tiny AV checkpoint shipped in ``folder``."""
+    return (PY, "pipelines/pretrain_av.py", "--pictures-only", "--assets", folder, *PRETRAIN_OUT)
 
 
 def _base_verifiers(checkpoint: str) -> tuple[str, ...]:
@@ -976,14 +980,10 @@ ENTRIES: tuple[Entry, ...] = (
           fast=False, blocks={"av_compare_toy_large_batch": av_toy_large_batch},  # ~10 min
           note="the toy AV comparison at 16 prompts per step (8x the rollouts per step), seeds 0-2, then AV-GRPO with "
                "renormalize=false"),
-    Entry("av_bases", (("small/measured", (*PRETRAIN_SHIPPED_AV, *PRETRAIN_OUT)),
-                       ("small/verifiers", _base_verifiers("assets/av/tiny_av_flow")),
-                       ("large/measured", (PY, "pipelines/pretrain_av.py", "--pictures-only", "--assets", "assets/av_large",
-                                           *PRETRAIN_OUT)),
-                       ("large/verifiers", _base_verifiers(AV_LARGE)),
-                       ("synced/measured", (PY, "pipelines/pretrain_av.py", "--pictures-only", "--assets",
-                                            "assets/av_synced", *PRETRAIN_OUT)),
-                       ("synced/verifiers", _base_verifiers(AV_SYNCED))),
+    Entry("av_bases", tuple(run for key, folder in (("small", "assets/av"), ("large", "assets/av_large"),
+                                                    ("synced", "assets/av_synced"))
+                            for run in ((f"{key}/measured", _shipped_av(folder)),
+                                        (f"{key}/verifiers", _base_verifiers(f"{folder}/tiny_av_flow")))),
           fast=True, blocks={"av_bases": av_bases},
           note="the three tiny AV bases measured: object_color and av_sync (pretrain_av.py --pictures-only) and the AV "
                "verifiers' means on the world's 64 prompts (av_compare.py with no method)"),
@@ -996,7 +996,7 @@ ENTRIES: tuple[Entry, ...] = (
           note="4 steps of AV-GRPO and joint GRPO at the toy's learning rate 1e-3 on the larger tiny AV base"),
     Entry("av_compare_tiny_av_large",
           tuple((f"seed={s}/pair={p}", (*AV_LARGE_COMPARE, "--methods", *methods, "--seed", s))
-                for s in AV_SEEDS for p, methods in ((1, ("av_grpo", "joint_grpo")), (2, ("video_sde", "routed")))),
+                for s in AV_SEEDS for p, methods in AV_PAIRS.items()),
           fast=False, blocks={"av_compare_tiny_av_large": av_large_table,
                               "av_compare_tiny_av_large/budget": av_large_budget},
           pictures={"run_0/before_after.png": "assets/readme/av_grpo_tiny_av_large.png"},
@@ -1015,8 +1015,7 @@ ENTRIES: tuple[Entry, ...] = (
           pictures={"large_given_video.png": "assets/readme/av_cross_modal_large.png",
                     "synced_given_video.png": "assets/readme/av_cross_modal_synced.png"}),
     Entry("av_compare_tiny_av_synced",
-          tuple((f"seed={s}/pair={p}", (*AV_SYNCED_COMPARE, "--methods",
-                                        *(("av_grpo", "joint_grpo") if p == 1 else ("video_sde", "routed")), "--seed", s))
+          tuple((f"seed={s}/pair={p}", (*AV_SYNCED_COMPARE, "--methods", *AV_PAIRS[p], "--seed", s))
                 for s, p in AV_SYNCED_RUNS),
           fast=False, blocks={"av_compare_tiny_av_synced": av_synced_table,
                               "av_compare_tiny_av_synced/budget": av_large_budget},
@@ -1065,7 +1064,7 @@ ENTRIES: tuple[Entry, ...] = (
                "prompt), the earlier shared first-render head, and an editor blind to the prompt"),
     Entry("config_runs", ((None, (PY, "pipelines/config_runs.py", "--results", "{results}", "--out", "{out}")),), fast=True,
           blocks={"config_runs": config_runs}),
-    Entry("pretrain_shipped", (("video", (*PRETRAIN_SHIPPED_VIDEO, *PRETRAIN_OUT)), ("av", (*PRETRAIN_SHIPPED_AV, *PRETRAIN_OUT))),
+    Entry("pretrain_shipped", (("video", (*PRETRAIN_SHIPPED_VIDEO, *PRETRAIN_OUT)), ("av", _shipped_av("assets/av"))),
           fast=True, blocks={"pretrain_shipped": pretrain_metrics, "pretrain_shipped/steps": pretrain_steps},
           note="the shipped tiny video and audio-video checkpoints measured (their training figures from the "
                "pretrain_metrics.json beside them)"),

@@ -17,7 +17,7 @@ import torch
 from tqdm import tqdm
 
 from ..core.audio_video import AudioVideoFlowModel
-from ..core.flow import FlowModel
+from ..core.flow import FlowModel, noise_latents
 from ..core.generator import Generator
 from ..results import Tolerance
 from .moving_shapes import WorldConfig, all_prompts, render_batch
@@ -86,12 +86,12 @@ def world_latents(model: FlowModel, prompts: list[str], world: WorldConfig, gene
 
 
 def flow_loss(model: FlowModel, world: WorldConfig, batch: int, audio: bool = False,
-              decoupled: Callable[..., torch.Tensor] | None = None) -> LossFn:
-    """Flow-matching loss on ``batch`` fresh (prompt, clip) pairs drawn uniformly from the world's prompts;
-    ``decoupled`` replaces ``model.flow_matching_loss`` (same arguments), e.g. an audio-video model's loss with
-    per-modality noise levels."""
+              loss: Callable[..., torch.Tensor] | None = None) -> LossFn:
+    """Flow-matching loss on ``batch`` fresh (prompt, clip) pairs drawn uniformly from the world's prompts; ``loss``
+    replaces ``model.flow_matching_loss`` (same arguments), e.g. an audio-video model's loss with per-modality noise
+    levels."""
     prompts = all_prompts(audio)
-    loss = model.flow_matching_loss if decoupled is None else decoupled
+    loss = model.flow_matching_loss if loss is None else loss
 
     def loss_fn(g: torch.Generator) -> torch.Tensor:
         idx = torch.randint(len(prompts), (batch,), generator=g).tolist()
@@ -117,8 +117,6 @@ def distill_loss(student: Generator, teacher: FlowModel, batch: int, teacher_ste
     return loss_fn
 
 
-
-
 @torch.no_grad()
 def sample_given(model: AudioVideoFlowModel, x0: torch.Tensor, given: str, noise: torch.Tensor, cond: Any = None,
                  num_steps: int | None = None) -> torch.Tensor:
@@ -129,8 +127,9 @@ def sample_given(model: AudioVideoFlowModel, x0: torch.Tensor, given: str, noise
     sigmas = model.sigmas(num_steps).tolist()
     x = noise.clone()
     for sigma, sigma_next in zip(sigmas[:-1], sigmas[1:]):
-        x[:, slot] = (1 - sigma) * x0[:, slot] + sigma * noise[:, slot]
-        x = model.ode_step(x, model.velocity(x, model.time(sigma, x), cond), sigma, sigma_next)
+        t = model.time(sigma, x)
+        x[:, slot] = noise_latents(x0[:, slot], t, noise[:, slot])
+        x = model.ode_step(x, model.velocity(x, t, cond), sigma, sigma_next)
     x[:, slot] = x0[:, slot]
     return x
 
