@@ -4,8 +4,10 @@ For each checkpoint (tiny AV models of the moving-shapes world), on the world's 
 ``av_sync`` of joint samples, of audio generated while the video is held on a render's noised path
 (:func:`visalign.toys.video_pretrain.sample_given`), and of video generated for a render's audio. A model whose audio
 tower reads the video gets the renders' sync (0.82) when the video is given, whatever its joint samples do; one that
-ignores the other tower stays at chance (0) in all three. Standard errors over the clips. Writes contact sheets of
-the audio each model makes for six rendered videos.
+ignores the other tower stays at chance (0) in all three. ``--from-levels`` adds one condition per level s: both
+modalities of a render noised to s, finished by the model (:func:`visalign.core.flow.sample_from_level`);
+where joint samples fail but clips finished from s sync, the model cannot commit to a motion above s. Standard
+errors over the clips. Writes contact sheets of the audio each model makes for six rendered videos.
 
     python pipelines/av_cross_modal.py --checkpoints small=assets/av/tiny_av_flow large=assets/av_large/tiny_av_flow
 """
@@ -22,6 +24,7 @@ from visalign.core.generator import load_generator
 from visalign.results import ResultRow, Tolerance, write_results
 from visalign.rewards.video import AudioVideoSyncReward
 from visalign.toys.moving_shapes import WorldConfig, all_prompts, render_batch
+from visalign.core.flow import sample_from_level
 from visalign.toys.video_pretrain import sample_given
 from visalign.trainer.visuals import save_samples
 
@@ -42,15 +45,18 @@ def parse_checkpoints(items: list[str]) -> dict[str, Path]:
 
 
 @torch.no_grad()
-def measure(model, prompts: list[str], clips: dict, noise: torch.Tensor) -> tuple[dict[str, torch.Tensor], dict]:
-    """Per-clip av_sync under each condition, and the samples generated for a given video."""
+def measure(model, prompts: list[str], clips: dict, noise: torch.Tensor,
+            from_levels: tuple[float, ...] = ()) -> tuple[dict[str, torch.Tensor], dict]:
+    """Per-clip av_sync under each condition (and for clips finished from each of ``from_levels``), and the samples
+    generated for a given video."""
     sync = AudioVideoSyncReward()
     meta = [{}] * len(prompts)
     cond = model.encode(prompts)
     x0 = model.encode_samples(clips)
     latents = {"joint": model.sample_latents(noise, cond),
                "given_video": sample_given(model, x0, "video", noise, cond),
-               "given_audio": sample_given(model, x0, "audio", noise, cond)}
+               "given_audio": sample_given(model, x0, "audio", noise, cond),
+               **{f"from_{level:g}": sample_from_level(model, x0, level, noise, cond) for level in from_levels}}
     samples = {k: model.decode(v) for k, v in latents.items()}
     return {k: sync(s, prompts, meta) for k, s in samples.items()}, samples["given_video"]
 
@@ -64,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--checkpoints", nargs="+", required=True, help="name=path of tiny_av_flow checkpoints")
     p.add_argument("--draws", type=int, default=2, help="renders (and noise draws) per prompt")
+    p.add_argument("--from-levels", type=float, nargs="*", default=[],
+                   help="also finish renders noised to these levels (0 < s <= 1), 8 Euler steps each")
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--out", type=Path, default=Path("runs/av_cross_modal"))
@@ -71,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.draws < 1:
         p.error(f"--draws must be >= 1, got {args.draws}")
+    if any(not 0 < level <= 1 for level in args.from_levels):
+        p.error(f"--from-levels must lie in (0, 1], got {args.from_levels}")
     began = time.perf_counter()
     torch.set_num_threads(args.threads)
     models = {name: load_generator(path).eval() for name, path in parse_checkpoints(args.checkpoints).items()}
@@ -89,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     shown = torch.arange(0, 64, 9)[:6]
     for name, model in models.items():
         noise = torch.randn((len(prompts), *model.noise_shape), generator=torch.Generator().manual_seed(args.seed + 1))
-        scores, given_video = measure(model, prompts, clips, noise)
+        scores, given_video = measure(model, prompts, clips, noise, tuple(args.from_levels))
         rows.append(row(name, scores, {"params": sum(q.numel() for q in model.parameters())}))
         print(name, {k: f"{v:.3f} ± {rows[-1].se[k]:.3f}" for k, v in rows[-1].values.items()})
         picked = {k: v[shown] if isinstance(v, torch.Tensor) else v for k, v in given_video.items()}
@@ -102,7 +112,8 @@ def main(argv: list[str] | None = None) -> int:
                       tolerance=Tolerance(note="saved checkpoints, fixed renders and noise: compared exactly"),
                       platform_tolerance=Tolerance(se_multiple=2.0),
                       note=f"av_sync on the world's {len(prompts) // args.draws} prompts x {args.draws} renders: joint "
-                           "samples, audio for the render's video, video for the render's audio",
+                           "samples, audio for the render's video, video for the render's audio"
+                           + ("; from_s: the render noised to level s, finished in 8 Euler steps" if args.from_levels else ""),
                       runtime_s=time.perf_counter() - began)
     return 0
 

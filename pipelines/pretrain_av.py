@@ -50,12 +50,12 @@ def measure(sample_fn, prompts: list[str], seed: int = 1234,
     return {k: round(v.mean().item(), 4) for k, v in scores.items()}, x
 
 
-def with_cross_frames(model: TinyAudioVideoFlowGenerator, frames: int) -> TinyAudioVideoFlowGenerator:
-    """``model``'s weights in a model whose cross-attention sees only the other tower's tokens within ``frames``
-    frames (the window is a mask, not a weight, so a checkpoint trained with full cross-attention continues under it)."""
-    windowed = TinyAudioVideoFlowGenerator(dataclasses.replace(model.config, cross_frames=frames))
-    windowed.load_state_dict(model.state_dict())
-    return windowed
+def with_config(model: TinyAudioVideoFlowGenerator, **changes) -> TinyAudioVideoFlowGenerator:
+    """``model``'s weights in a model whose config differs by ``changes`` that hold no weights: the cross-attention
+    window (a mask, so a checkpoint trained with full cross-attention continues under it) or the sampling shift."""
+    changed = TinyAudioVideoFlowGenerator(dataclasses.replace(model.config, **changes))
+    changed.load_state_dict(model.state_dict())
+    return changed
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -75,6 +75,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--decoupled-times", type=float, default=0.0,
                    help="fraction of training items whose audio noise level is drawn independently of the video's "
                         "(UniDiffuser-style; 0 = one noise level for both)")
+    p.add_argument("--time-shift", type=float, default=1.0,
+                   help="train on noise levels mapped by SD3's shift s·t/(1+(s-1)·t) (s > 1: more steps near pure noise, "
+                        "where a clip commits to its motion) and sample with the same shift (stored in the checkpoint)")
     p.add_argument("--init", type=Path, default=None,
                    help="continue training this tiny_av_flow checkpoint (its config sets the model; a fresh warmup + "
                         "cosine schedule)")
@@ -94,8 +97,10 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--pictures-only measures the checkpoint as it is: drop --cross-frames")
     if not 0.0 <= args.decoupled_times <= 1.0:
         p.error(f"--decoupled-times is a fraction in [0, 1], got {args.decoupled_times}")
-    if args.pictures_only and args.decoupled_times > 0:
-        p.error("--pictures-only trains nothing: drop --decoupled-times")
+    if args.pictures_only and (args.decoupled_times > 0 or args.time_shift != 1.0):
+        p.error("--pictures-only trains nothing: drop --decoupled-times / --time-shift")
+    if not args.time_shift > 0:
+        p.error(f"--time-shift must be > 0, got {args.time_shift}")
     if args.init is not None and args.pictures_only:
         p.error("--pictures-only trains nothing: drop --init")
     began, errors = time.perf_counter(), {}
@@ -105,14 +110,16 @@ def main(argv: list[str] | None = None) -> int:
     metrics: dict[str, object] = {}
     trained = (load_generator(args.assets / "tiny_av_flow") if args.pictures_only else
                load_generator(args.init) if args.init is not None else None)
-    if args.init is not None and args.cross_frames is not None:
-        trained = with_cross_frames(trained, args.cross_frames)
+    if args.init is not None:
+        trained = with_config(trained, **({"cross_frames": args.cross_frames} if args.cross_frames is not None else {}),
+                              **({"shift": args.time_shift} if args.time_shift != 1.0 else {}))
     size = ({k: getattr(trained.config, k) for k in ("width", "layers", "shared_time", "cross_frames")}
             if trained is not None else
             {"width": args.width or MODEL["width"], "layers": args.layers or MODEL["layers"], "shared_time": args.shared_time,
              "cross_frames": args.cross_frames})
     torch.manual_seed(args.seed)  # after loading, which draws the initial weights it then replaces
-    model = TinyAudioVideoFlowGenerator(TinyAudioVideoConfig(**{**MODEL, **size}, num_steps=args.num_steps))
+    model = TinyAudioVideoFlowGenerator(TinyAudioVideoConfig(**{**MODEL, **size}, num_steps=args.num_steps,
+                                                             shift=args.time_shift))
     metrics["random_init"], _ = measure(lambda ps, g: model.sample(ps, generator=g), prompts, errors=errors,
                                         name="random init")
     if args.pictures_only:
@@ -122,11 +129,13 @@ def main(argv: list[str] | None = None) -> int:
         if trained is not None:
             model = trained
         start = time.perf_counter()
-        loss = partial(model.decoupled_flow_matching_loss, fraction=args.decoupled_times)  # 0: the plain loss
+        loss = partial(model.decoupled_flow_matching_loss, fraction=args.decoupled_times,  # 0: the plain loss
+                       time_shift=args.time_shift)
         losses = fit(model, flow_loss(model, world, args.batch, audio=True, loss=loss), args.steps, args.lr,
                      args.minutes, args.seed, "audio-video flow matching")
         metrics["flow_matching"] = {**training_record(losses, time.perf_counter() - start), **size,
                                     **({"decoupled_times": args.decoupled_times} if args.decoupled_times > 0 else {}),
+                                    **({"time_shift": args.time_shift} if args.time_shift != 1.0 else {}),
                                     **({"init": str(args.init)} if args.init is not None else {})}
         model.save_pretrained(args.assets / "tiny_av_flow")
     metrics["flow_matching"]["params"] = sum(p.numel() for p in model.parameters())

@@ -242,6 +242,21 @@ def pretrain_v2_table(max_complexity: int) -> Callable[[ResultTable], str]:
 vvr_pretrain_v2 = pretrain_v2_table(11)
 
 
+VVR_FROM_LEVELS = ("1", "0.9", "0.75", "0.5", "0.25")
+VVR_FROM_BASES = {"v1": ("`assets/tiny_flow_vvr` (v1)", "assets/tiny_flow_vvr"),
+                  "v2": ("`assets/tiny_flow_vvr2` (v2)", "assets/tiny_flow_vvr2")}
+
+
+def vvr_from_level(t: ResultTable) -> str:
+    """Strict accuracy (± SE) of each VVR flow base finishing held-out renders noised to each level."""
+    lines = []
+    for key, (label, _) in VVR_FROM_BASES.items():
+        lines.append([label, f"{t.row(f'{key}/renders_32px').values['all_satisfied']:.3f}",
+                      *(value_se(t.row(f"{key}/flow/from_{level}"), "all_satisfied") for level in VVR_FROM_LEVELS)])
+    return table(["flow base (192 held-out easy tasks)", "renders", "free sample (from 1)",
+                  *(f"from {level}" for level in VVR_FROM_LEVELS[1:])], lines)
+
+
 def vvr_accuracy(t: ResultTable) -> str:
     def rate(cond: str, mode: str = "default") -> str:
         return pct(t.row(cond).values[mode], 2)
@@ -860,26 +875,47 @@ AV_SYNC_LABELS = {"decoupled": "decoupled noise levels (half the items)", "windo
                   "window_decoupled": "both"}
 
 
-def _sync_pilot_runs() -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """The larger base continued under each arm of ``AV_SYNC_ARMS``, then the cross-modal measure of the base and
-    every arm, then the AV verifiers of every arm (these read the checkpoints under ``{folder}``)."""
-    trained = {arm: f"{{folder}}/run_{i}/assets/tiny_av_flow" for i, arm in enumerate(AV_SYNC_ARMS)}
-    train = tuple((f"{arm}/measured", (*PRETRAIN_AV, "--init", AV_LARGE, "--steps", "1500", "--lr", "3e-4", *options,
+def _continued_runs(init: str, arms: dict[str, tuple[str, ...]], levels: tuple[str, ...] = ()
+                    ) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """``init`` continued 1,500 flow steps at lr 3e-4 under each of ``arms``, then the cross-modal measure of
+    ``init`` and every arm (with clips finished from ``levels``), then the AV verifiers of every arm (these read the
+    checkpoints under ``{folder}``)."""
+    trained = {arm: f"{{folder}}/run_{i}/assets/tiny_av_flow" for i, arm in enumerate(arms)}
+    train = tuple((f"{arm}/measured", (*PRETRAIN_AV, "--init", init, "--steps", "1500", "--lr", "3e-4", *options,
                                        "--assets", "{out}/assets", *PRETRAIN_OUT))
-                  for arm, options in AV_SYNC_ARMS.items())
-    cross = ("cross_modal", (PY, "pipelines/av_cross_modal.py", "--checkpoints", f"base={AV_LARGE}",
-                             *(f"{arm}={path}" for arm, path in trained.items()), "--results", "{results}", "--out", "{out}"))
+                  for arm, options in arms.items())
+    cross = ("cross_modal", (PY, "pipelines/av_cross_modal.py", "--checkpoints", f"base={init}",
+                             *(f"{arm}={path}" for arm, path in trained.items()),
+                             *(("--from-levels", *levels) if levels else ()), "--results", "{results}", "--out", "{out}"))
     return (*train, cross, *((f"{arm}/verifiers", _base_verifiers(path)) for arm, path in trained.items()))
 
 
-def av_sync_pilot_bases(t: ResultTable) -> str:
-    """Each continued base: flow steps and last-20 loss, and the AV verifiers' means."""
-    lines = []
-    for arm, label in AV_SYNC_LABELS.items():
-        info = t.row(f"{arm}/measured/tiny_av_flow").info
-        lines.append([label, f"{info['steps']:,}", f"{info['loss_last20']:.4f}",
-                      *av_verifier_cells(t.row(f"{arm}/verifiers/base").values)])
-    return table(["continued with", "flow steps", "loss (last 20)", *AV_VERIFIER_HEADERS], lines)
+def av_continued_bases(labels: dict[str, str]) -> Renderer:
+    """Each continued base of ``labels``: flow steps and last-20 loss, and the AV verifiers' means."""
+    def render(t: ResultTable) -> str:
+        lines = []
+        for arm, label in labels.items():
+            info = t.row(f"{arm}/measured/tiny_av_flow").info
+            lines.append([label, f"{info['steps']:,}", f"{info['loss_last20']:.4f}",
+                          *av_verifier_cells(t.row(f"{arm}/verifiers/base").values)])
+        return table(["continued with", "flow steps", "loss (last 20)", *AV_VERIFIER_HEADERS], lines)
+
+    return render
+
+
+# the synced base continued 1,500 flow steps as it was trained, and at noise levels shifted towards pure noise
+AV_COMMIT_ARMS = {"continued": (), "shifted": ("--time-shift", "3")}
+AV_COMMIT_LABELS = {"continued": "1,500 more steps", "shifted": "1,500 more steps at time shift 3"}
+AV_COMMIT_LEVELS = ("1", "0.9", "0.75", "0.5")
+
+
+def av_commit_table(t: ResultTable) -> str:
+    """av_sync (± SE) of joint samples and of renders noised to each level and finished by the model."""
+    lines = [["renders", minus(f"{t.row('cross_modal/renders').values['av_sync']:.3f}"), *["—"] * len(AV_COMMIT_LEVELS)]]
+    for key, label in {"base": AV_BASES["synced"], **{a: f"+ {l}" for a, l in AV_COMMIT_LABELS.items()}}.items():
+        r = t.row(f"cross_modal/{key}")
+        lines.append([label, value_se(r, "joint"), *(value_se(r, f"from_{level}") for level in AV_COMMIT_LEVELS)])
+    return table(["model", "joint samples", *(f"finished from {level}" for level in AV_COMMIT_LEVELS)], lines)
 
 
 ENTRIES: tuple[Entry, ...] = (
@@ -911,6 +947,11 @@ ENTRIES: tuple[Entry, ...] = (
                                         "--sheet", "{out}/neighbours.png", "--results", "{results}")),),
           fast=True, blocks={"ssl_encoder_probe": ssl_probe},
           pictures={"neighbours.png": "assets/readme/vvr_ssl_neighbours.png"}),
+    Entry("vvr_from_level", tuple((key, (PY, "pipelines/vvr_from_level.py", "--checkpoints", f"flow={path}", "--version",
+                                          key[1], "--levels", *VVR_FROM_LEVELS, "--results", "{results}"))
+                                  for key, (_, path) in VVR_FROM_BASES.items()),
+          fast=True, blocks={"vvr_from_level": vvr_from_level},
+          note="the v1 and v2 VVR flow bases finishing held-out renders noised to 1, 0.9, 0.75, 0.5 and 0.25"),
     Entry("vvr_pretrain", ((None, (PY, "pipelines/vvr_pretrain.py", "--version", "1", "--results", "{results}",
                                    "--assets", "{out}/assets", "--out", "{out}")),), fast=False, blocks={"vvr_pretrain": vvr_pretrain},
           pictures={"one_step_samples.png": "assets/readme/vvr_one_step_samples.png"}),
@@ -1022,13 +1063,17 @@ ENTRIES: tuple[Entry, ...] = (
           pictures={"run_0/before_after.png": "assets/readme/av_grpo_tiny_av_synced.png"},
           note="AV-GRPO and its baselines on the synced tiny AV base, 120 steps at lr 3e-5: AV-GRPO and joint GRPO on "
                "seeds 0-2, video-SDE and routed on seed 0"),
-    Entry("av_sync_pilot", _sync_pilot_runs(), fast=False,
+    Entry("av_sync_pilot", _continued_runs(AV_LARGE, AV_SYNC_ARMS), fast=False,
           blocks={"av_sync_pilot": av_cross_modal({"cross_modal/base": AV_BASES["large"],
                                                    **{f"cross_modal/{a}": f"+ {l}" for a, l in AV_SYNC_LABELS.items()}},
                                                   renders="cross_modal/renders"),
-                  "av_sync_pilot/bases": av_sync_pilot_bases},
+                  "av_sync_pilot/bases": av_continued_bases(AV_SYNC_LABELS)},
           note="the larger tiny AV base continued 1,500 flow steps under decoupled noise levels, time-aligned "
                "cross-attention, or both; cross-modal av_sync and the AV verifiers of each"),
+    Entry("av_commit_pilot", _continued_runs(AV_SYNCED, AV_COMMIT_ARMS, AV_COMMIT_LEVELS), fast=False,
+          blocks={"av_commit_pilot": av_commit_table, "av_commit_pilot/bases": av_continued_bases(AV_COMMIT_LABELS)},
+          note="the synced tiny AV base continued 1,500 flow steps as trained and at time shift 3; av_sync of joint "
+               "samples and of renders noised to 1, 0.9, 0.75, 0.5 and finished by each model; the AV verifiers"),
     Entry("av_shared_time_pilot", _time_pilot_runs("1700"), fast=False,
           blocks={"av_shared_time_pilot": av_time_pilot},
           note="the small tiny AV base's size and step count pretrained twice: per-token learned positions only, and "

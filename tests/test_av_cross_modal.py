@@ -42,3 +42,18 @@ def test_checkpoints_of_another_world_are_refused(tmp_path, capsys):
     with pytest.raises(SystemExit):
         av_cross_modal.main(["--checkpoints", f"a={tmp_path / 'a'}", f"b={tmp_path / 'b'}", "--out", str(tmp_path / "o")])
     assert "renders another world" in capsys.readouterr().err
+
+
+def test_from_levels_add_one_condition_per_level_and_bad_levels_are_refused(tmp_path, capsys):
+    TinyAudioVideoFlowGenerator(TinyAudioVideoConfig(**{**MODEL, "width": 32, "layers": 1},
+                                                     num_steps=2)).save_pretrained(tmp_path / "m")
+    result = tmp_path / "result.json"
+    av_cross_modal.main(["--checkpoints", f"m={tmp_path / 'm'}", "--draws", "1", "--from-levels", "1", "0.01",
+                         "--out", str(tmp_path / "pics"), "--results", str(result)])
+    row = next(r for r in json.loads(result.read_text())["rows"] if r["row"] == "m")
+    assert set(row["values"]) == {*av_cross_modal.CONDITIONS, "from_1", "from_0.01"}
+    # finishing a render noised to 1% barely changes it: nearly the renders' own sync, unlike a random model's samples
+    assert row["values"]["from_0.01"] > 0.7 and row["values"]["from_1"] < 0.5
+    with pytest.raises(SystemExit):
+        av_cross_modal.main(["--checkpoints", f"m={tmp_path / 'm'}", "--from-levels", "1.5"])
+    assert "--from-levels must lie in (0, 1]" in capsys.readouterr().err

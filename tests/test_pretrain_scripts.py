@@ -97,3 +97,22 @@ def test_init_can_continue_a_checkpoint_under_a_cross_attention_window(tmp_path)
     after = load_file(tmp_path / "windowed" / "tiny_av_flow" / "model.safetensors")
     assert before.keys() == after.keys()
     assert all(torch.allclose(before[k], after[k], atol=1e-4) for k in before)  # one warmup step from the same weights
+
+
+def test_time_shift_trains_and_samples_with_the_shift_and_is_recorded(tmp_path, capsys):
+    """--time-shift s: recorded, stored as the checkpoint's sampling shift, also when continuing a checkpoint."""
+    metrics = _run(tmp_path, "shifted", "--width", "32", "--layers", "1", "--time-shift", "3")
+    assert metrics["flow_matching"]["time_shift"] == 3.0
+    config = json.loads((tmp_path / "shifted" / "tiny_av_flow" / "generator.json").read_text())["config"]
+    assert config["shift"] == 3.0
+    _run(tmp_path, "plain", "--width", "32", "--layers", "1")
+    continued = _run(tmp_path, "continued", "--init", str(tmp_path / "plain" / "tiny_av_flow"), "--steps", "1",
+                     "--time-shift", "2", "--cross-frames", "0")
+    assert continued["flow_matching"]["time_shift"] == 2.0
+    config = json.loads((tmp_path / "continued" / "tiny_av_flow" / "generator.json").read_text())["config"]
+    assert (config["shift"], config["cross_frames"], config["width"]) == (2.0, 0, 32)
+    for bad, message in ((["--time-shift", "0"], "--time-shift must be > 0"),
+                         (["--pictures-only", "--time-shift", "3"], "trains nothing")):
+        with pytest.raises(SystemExit):
+            pretrain_av.main(["--assets", str(tmp_path / "x"), *bad])
+        assert message in capsys.readouterr().err

@@ -175,6 +175,40 @@ def test_decoupled_flow_matching_noises_each_modality_at_its_own_level():
         gen.decoupled_flow_matching_loss(clean, cond, _seeded(2), fraction=1.5)
 
 
+def test_shift_times_is_the_schedules_shift_and_moves_training_towards_noise():
+    from visalign.core.flow import shift_times
+
+    uniform = torch.linspace(0, 1, 9)
+    torch.testing.assert_close(shift_times(uniform, 1.0), uniform, rtol=0, atol=0)
+    torch.testing.assert_close(shift_times(torch.tensor([0.0, 0.5, 1.0]), 3.0), torch.tensor([0.0, 0.75, 1.0]))
+    draws = shift_times(torch.rand(20000, generator=_seeded(0)), 3.0)
+    assert abs(float((draws > 0.5).float().mean()) - 0.75) < 0.01  # s = 3: P(t > 1/2) = P(u > 1/4)
+    with pytest.raises(ValueError, match="time shift must be > 0"):
+        shift_times(uniform, 0.0)
+
+
+@pytest.mark.parametrize("fraction", [0.0, 1.0])
+def test_flow_matching_time_shift_maps_the_drawn_levels(fraction):
+    """time_shift = s trains at the uniform draw u mapped to s·u/(1+(s-1)·u), for the plain loss and for both
+    levels of the decoupled one; the noise draw is unchanged."""
+    from visalign.core.flow import shift_times
+
+    gen = _av_model()
+    clean = gen.make_noise(4, _seeded(1)).clamp(-1, 1)
+    cond = gen.encode(AV_PROMPTS * 2)
+    seen = []
+    plain_velocity = gen.modality_velocity
+    gen.modality_velocity = lambda x, times, c=None: seen.append(times) or plain_velocity(x, times, c)
+    plain = gen.velocity
+    gen.velocity = lambda x, t, c=None: seen.append({"video": t, "audio": t}) or plain(x, t, c)
+    gen.decoupled_flow_matching_loss(clean, cond, _seeded(2), fraction=fraction, time_shift=3.0)
+    g = _seeded(2)
+    torch.randn(clean.shape, generator=g)
+    t, own = torch.rand((4,), generator=g), torch.rand((4,), generator=g)
+    torch.testing.assert_close(seen[-1]["video"], shift_times(t, 3.0))
+    torch.testing.assert_close(seen[-1]["audio"], shift_times(own if fraction else t, 3.0))
+
+
 def test_sample_given_holds_the_given_modality_on_its_noised_path_and_ends_on_it():
     from visalign.toys.video_pretrain import sample_given
 
@@ -192,6 +226,26 @@ def test_sample_given_holds_the_given_modality_on_its_noised_path_and_ends_on_it
         torch.testing.assert_close(x[:, video], (1 - sigma) * clean[:, video] + sigma * noise[:, video])
     torch.testing.assert_close(out[:, video], clean[:, video], rtol=0, atol=0)
     assert (out[:, audio] - noise[:, audio]).abs().max() > 1e-3  # the audio was generated
+
+
+def test_sample_from_level_noises_the_clean_latents_and_integrates_to_zero():
+    from visalign.core.flow import sample_from_level
+
+    gen = _av_model()
+    clean, noise = gen.make_noise(2, _seeded(1)).clamp(-1, 1), gen.make_noise(2, _seeded(2))
+    cond = gen.encode(AV_PROMPTS)
+    seen = []
+    plain_velocity = gen.velocity
+    gen.velocity = lambda x, t, c=None: seen.append((x.clone(), t)) or plain_velocity(x, t, c)
+    out = sample_from_level(gen, clean, 0.5, noise, cond, num_steps=4)
+    assert [float(t[0]) for _, t in seen] == [0.5, 0.375, 0.25, 0.125]
+    torch.testing.assert_close(seen[0][0], 0.5 * clean + 0.5 * noise)  # starts on the forward path at the level
+    x = 0.5 * clean + 0.5 * noise
+    for sigma in (0.5, 0.375, 0.25, 0.125):
+        x = x - 0.125 * plain_velocity(x, torch.full((2,), sigma), cond)
+    torch.testing.assert_close(out, x)
+    with pytest.raises(ValueError, match="level must be in"):
+        sample_from_level(gen, clean, 0.0, noise, cond)
 
 
 def test_cross_frames_lets_an_audio_token_hear_only_the_video_of_its_own_frame(tmp_path):

@@ -51,6 +51,15 @@ def flow_sigmas(num_steps: int, shift: float = 1.0) -> torch.Tensor:
     return scheduler.sigmas.float()
 
 
+def shift_times(t: torch.Tensor, shift: float) -> torch.Tensor:
+    """SD3's timestep shift ``s·t / (1 + (s - 1)·t)`` of noise levels in [0, 1]: ``shift > 1`` moves them towards pure
+    noise, where a sample commits to one of several outcomes (1: unchanged). The sampler's schedule
+    (:func:`flow_sigmas`, diffusers' scheduler) shifts its noise levels by the same map."""
+    if not shift > 0:
+        raise ValueError(f"time shift must be > 0, got {shift}")
+    return t if shift == 1.0 else shift * t / (1 + (shift - 1) * t)
+
+
 def broadcast_to(value: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     """A per-item ``[B]`` tensor shaped to multiply ``like`` (``[B, ...]``)."""
     return value.reshape(-1, *([1] * (like.dim() - 1)))
@@ -206,15 +215,32 @@ class FlowModel(Generator):
         return gaussian_log_prob(trajectory.latents[:, step + 1], mean, std)
 
     def flow_matching_loss(self, x0: torch.Tensor, cond: Any = None, generator: torch.Generator | None = None,
-                           weights: torch.Tensor | None = None) -> torch.Tensor:
+                           weights: torch.Tensor | None = None, time_shift: float = 1.0) -> torch.Tensor:
         """Conditional flow-matching regression ``‖v(x_t, t) - (ε - x_0)‖²`` on clean latents ``x0`` (pretraining,
-        SFT, reward-weighted regression with per-item ``weights``)."""
+        SFT, reward-weighted regression with per-item ``weights``); ``t`` uniform, mapped by :func:`shift_times`
+        when ``time_shift`` ≠ 1 (more training where samples commit)."""
         eps = torch.randn(x0.shape, generator=generator).to(x0.device, x0.dtype)
-        t = torch.rand((x0.shape[0],), generator=generator).to(x0.device, x0.dtype)
+        t = shift_times(torch.rand((x0.shape[0],), generator=generator), time_shift).to(x0.device, x0.dtype)
         error = (self.velocity(noise_latents(x0, t, eps), t, cond) - (eps - x0)).float() ** 2
         if weights is None:
             return error.mean()
         return (weights * error.flatten(1).mean(1)).sum() / weights.sum()
 
 
-__all__ = ["FlowModel", "SDETrajectory", "flow_sigmas", "sde_step_stats", "gaussian_log_prob", "broadcast_to", "noise_latents"]
+@torch.no_grad()
+def sample_from_level(model: FlowModel, x0: torch.Tensor, level: float, noise: torch.Tensor, cond: Any = None,
+                      num_steps: int = 8) -> torch.Tensor:
+    """Euler ODE in ``num_steps`` equal steps from ``(1 - level) x0 + level·ε`` (clean latents ``x0`` noised to
+    ``level``; ε = ``noise``) to 0 (SDEdit): at level 1 a free sample, at lower levels the model only finishes what
+    the noised latents already say. How well it finishes a sample from each level shows where sampling fails."""
+    if not 0.0 < level <= 1.0:
+        raise ValueError(f"level must be in (0, 1], got {level}")
+    sigmas = torch.linspace(level, 0.0, num_steps + 1).tolist()
+    x = noise_latents(x0, torch.full((x0.shape[0],), level, dtype=x0.dtype, device=x0.device), noise)
+    for sigma, sigma_next in zip(sigmas[:-1], sigmas[1:]):
+        x = model.ode_step(x, model.velocity(x, model.time(sigma, x), cond), sigma, sigma_next)
+    return x
+
+
+__all__ = ["FlowModel", "SDETrajectory", "flow_sigmas", "shift_times", "sde_step_stats", "gaussian_log_prob", "broadcast_to",
+           "noise_latents", "sample_from_level"]
