@@ -54,14 +54,15 @@ def main(argv: list[str] | None = None) -> int:
     began = time.perf_counter()
     torch.set_num_threads(args.threads)
     tasks = easy_tasks_v2(args.eval_n, None, MAX_COMPLEXITY) if args.version == 2 else easy_tasks(args.eval_n, None)
-    rows = []
+    rows, renders_by_size = [], {}
     for name, path in named.items():
         flow = load_generator(Path(path)).eval()
         size = flow.config.image_size
-        renders = to_tensor([render(m, size, i) for i, m in enumerate(tasks.metadata)])
-        if f"renders_{size}px" not in {r.row for r in rows}:
-            values, se = scores(renders, tasks.prompts, tasks.metadata)
+        if size not in renders_by_size:  # one set of renders (and its row) per image size
+            renders_by_size[size] = to_tensor([render(m, size, i) for i, m in enumerate(tasks.metadata)])
+            values, se = scores(renders_by_size[size], tasks.prompts, tasks.metadata)
             rows.append(ResultRow(f"renders_{size}px", values, se=se))
+        renders = renders_by_size[size]
         noise = torch.randn(renders.shape, generator=torch.Generator().manual_seed(args.seed))
         cond = flow.encode(tasks.prompts)
         for level in args.levels:

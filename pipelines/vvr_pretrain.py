@@ -263,10 +263,10 @@ def save_grid(fn, path: Path, n: int = 16, tasks: TaskFn = easy_tasks, size: int
     save_samples(x, path, ev.prompts)
 
 
-def continued_flow(fresh: TinyFlowGenerator, loaded, parser: argparse.ArgumentParser) -> TinyFlowGenerator:
-    """``loaded`` (a checkpoint to train further) if its config is the one the options build (``fresh``'s)."""
-    if loaded.config != fresh.config:
-        differ = sorted(k for k in vars(fresh.config) if getattr(fresh.config, k) != getattr(loaded.config, k, None))
+def continued_flow(config: TinyFlowConfig, loaded, parser: argparse.ArgumentParser) -> TinyFlowGenerator:
+    """``loaded`` (a checkpoint to train further) if its config is the one the options build (``config``)."""
+    if loaded.config != config:
+        differ = sorted(k for k in vars(config) if getattr(config, k) != getattr(loaded.config, k, None))
         parser.error(f"--init-flow checkpoint differs from the model the options build in {differ}: pass the options "
                      "it was trained with")
     return loaded
@@ -337,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
 
     initial = None
     if args.init_flow is not None:  # checked before the slow rendering
-        initial = continued_flow(TinyFlowGenerator(TinyFlowConfig(**model, num_steps=8)), load_generator(Path(args.init_flow)), p)
+        initial = continued_flow(TinyFlowConfig(**model, num_steps=8), load_generator(Path(args.init_flow)), p)
         metrics["init_flow"] = args.init_flow
     renders_key = f"renders_{size}px"
     metrics[renders_key] = eval_renders(args.eval_n, tasks, size)
@@ -348,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.skip_flow:
         flow = load_generator(flow_dir)
     else:
-        flow = initial or TinyFlowGenerator(TinyFlowConfig(**model, num_steps=8))
+        flow = initial if initial is not None else TinyFlowGenerator(TinyFlowConfig(**model, num_steps=8))
         if model.get("text_encoder") == "pretrained":  # frozen: encode the pool once, outside the training budget
             t = time.perf_counter()
             flow.backbone.text_encoder.warm_cache(prompts)
