@@ -179,9 +179,16 @@ def rwtd_published(t: ResultTable) -> str:
 RWTD_BUDGETS = {"accum=8": "8 prompt groups per step, 300 steps", "steps=2400": "1 prompt group per step, 2,400 steps"}
 
 
-def rwtd_budget(t: ResultTable) -> str:
-    """RWTD with 8x the samples, as a larger batch or as more steps, one line each."""
-    return vvr2_change_table(t, ["8× the samples as"], lambda r: [RWTD_BUDGETS[r.row.split("/")[0]]])
+def labelled_changes(header: str, cells: dict[str, str]) -> Renderer:
+    """A renderer of a several-run VVR comparison, one line per run: its label's cell, then the before → after changes."""
+    return lambda t: vvr2_change_table(t, [header], lambda r: [cells[r.row.split("/")[0]]])
+
+
+#: RWTD with the two ways of spending 8x the samples (v1 held-out)
+rwtd_budget = labelled_changes("8× the samples as", RWTD_BUDGETS)
+#: RWTD on the longer-trained v2 base with 8 prompt groups per optimizer step, at two learning rates
+rwtd_accum_lr = labelled_changes("learning rate, 8 prompt groups per step",
+                                 {"lr=1e-4": "1e-4 (the config's)", "lr=5e-4": "5e-4"})
 
 
 LAMBDAS = {"0": "0 (tilted reference only)", "0.5": "0.5 (shipped)", "0.85": "0.85 (published ρ = 0.15)"}
@@ -792,6 +799,9 @@ COMPARE = (PY, "pipelines/vvr_compare.py", "--results", "{results}")
 BASE_64 = ("--image-size", "64", "--unet-unshuffle", "4", "--unet-channels", "64", "64", "96", "--text-encoder", "minilm",
            "--max-complexity", "20", "--tag", "_64", "--flow-minutes", "36", "--distill-minutes", "12")
 FIT = ("--fit-tasks", "16", "--eval-draws", "32")
+#: the longer-trained v2 base (issue 19): the flow trained 25 minutes further and the one-step student distilled from it
+LONG_FLOW = "assets/vvr2_long/tiny_flow_vvr2"
+LONG_BASES = ("--checkpoint", "assets/vvr2_long/tiny_one_step_vvr2", "--flow-checkpoint", LONG_FLOW)
 
 
 def published_rwtd(lam: str) -> tuple[str, ...]:
@@ -967,6 +977,47 @@ ENTRIES: tuple[Entry, ...] = (
                                          "--out", "{out}", "--results", "{results}", "--threads", "1")),),
           fast=False, blocks={"vvr_pretrain_v2_64": pretrain_v2_table(20)},
           pictures={"one_step_samples.png": "assets/readme/vvr2_64_one_step_samples.png"}),
+    Entry("vvr_pretrain_v2_long", ((None, (PY, "pipelines/vvr_pretrain.py", "--teacher", LONG_FLOW, "--distill-minutes", "20",
+                                           "--distill-steps", "100000", "--threads", "2", "--assets", "{out}/assets",
+                                           "--out", "{out}", "--results", "{results}")),),
+          fast=False, blocks={"vvr_pretrain_v2_long": vvr_pretrain_v2},
+          pictures={"one_step_samples.png": "assets/readme/vvr2_long_one_step_samples.png"},
+          note="the one-step student distilled (20 minutes, both cores) from the v2 flow trained 25 minutes further"),
+    *(Entry(f"vvr2_long_{mode}_60", ((None, (*COMPARE, "--mode", mode, *LONG_BASES, "--out", "{out}")),), fast=False,
+            blocks={f"vvr2_long_{mode}_60": vvr2_methods},
+            note=f"every method trained 60 steps from the longer-trained v2 bases ({mode})")
+      for mode in ("same_template", "heldout", "easy_to_hard")),
+    Entry("vvr2_long_bin1_60", ((None, (*COMPARE, "--mode", "same_template", "--train-bins", "1", *LONG_BASES,
+                                         "--out", "{out}")),), fast=False,
+          blocks={"vvr2_long_bin1_60": vvr2_methods},
+          note="every method trained 60 steps on bin-1 tasks of the easy pool from the longer-trained v2 bases, scored "
+               "on 512 unseen bin-1 tasks x 2 draws"),
+    Entry("vvr2_long_bin1_rwtd_300", ((None, (*COMPARE, "--mode", "same_template", "--train-bins", "1", "--methods", "rwtd",
+                                               "--steps", "300", *LONG_BASES, "--out", "{out}")),), fast=False,
+          blocks={"vvr2_long_bin1_rwtd_300": vvr2_methods},
+          note="RWTD trained 300 steps on bin-1 tasks from the longer-trained v2 one-step base, scored on 512 unseen "
+               "bin-1 tasks x 2 draws"),
+    Entry("vvr2_long_rwtd_accum8_60", tuple((f"lr={lr}", (*COMPARE, "--mode", "same_template", "--train-bins", "1",
+                                                          "--methods", "rwtd", *LONG_BASES, "--samples-per-step", "512",
+                                                          "--out", "{out}", "trainer.grad_accum=8",
+                                                          f"trainer.learning_rate={lr}"))
+                                            for lr in ("1e-4", "5e-4")),
+          fast=False, blocks={"vvr2_long_rwtd_accum8_60": rwtd_accum_lr},
+          note="RWTD 60 steps of 8 prompt groups each (8x the samples of the 60-step tables) on bin-1 tasks from the "
+               "longer-trained v2 one-step base, at two learning rates, scored on 512 unseen bin-1 tasks x 2 draws"),
+    Entry("vvr2_long_rwtd_accum8_150", ((None, (*COMPARE, "--mode", "same_template", "--train-bins", "1", "--methods",
+                                                 "rwtd", *LONG_BASES, "--samples-per-step", "512", "--steps", "150",
+                                                 "--out", "{out}", "trainer.grad_accum=8")),),
+          fast=False, blocks={"vvr2_long_rwtd_accum8_150": vvr2_methods},
+          note="RWTD 150 steps of 8 prompt groups each on bin-1 tasks from the longer-trained v2 one-step base, scored "
+               "on 512 unseen bin-1 tasks x 2 draws"),
+    Entry("vvr2_long_rwtd_lambda_60", tuple((f"lam={lam}", (*COMPARE, "--mode", "same_template", "--train-bins", "1",
+                                                            "--methods", "rwtd", *LONG_BASES, "--out", "{out}",
+                                                            f"algorithm.lam={lam}"))
+                                            for lam in ("0", "0.5", "0.85")),
+          fast=False, blocks={"vvr2_long_rwtd_lambda_60": vvr2_lambda},
+          note="RWTD 60 steps on bin-1 tasks from the longer-trained v2 one-step base at three λ, scored on 512 unseen "
+               "bin-1 tasks x 2 draws"),
     Entry("vvr2_rwtd_lambda_60", tuple((f"lam={lam}", (*COMPARE, "--mode", "same_template", "--methods", "rwtd",
                                                        "--out", "{out}", f"algorithm.lam={lam}")) for lam in ("0", "0.5", "0.85")),
           fast=False, blocks={"vvr2_rwtd_lambda_60": vvr2_lambda},

