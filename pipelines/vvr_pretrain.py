@@ -338,10 +338,10 @@ def main(argv: list[str] | None = None) -> int:
     metrics: dict[str, object] = ({"version": 2, "pool": "easy", "max_complexity": args.max_complexity, "model": model}
                                   if v2 else {"level": LEVEL, "types": list(LOW_RES_TYPES), "model": model})
 
-    initial = None
+    given_flow = None
     for option, folder in (("--init-flow", args.init_flow), ("--teacher", args.teacher)):
         if folder is not None:  # checked before the slow rendering
-            initial = matching_flow(TinyFlowConfig(**model, num_steps=8), load_generator(Path(folder)), p, option)
+            given_flow = matching_flow(TinyFlowConfig(**model, num_steps=8), load_generator(Path(folder)), p, option)
             metrics[option[2:].replace("-", "_")] = folder
     renders_key = f"renders_{size}px"
     metrics[renders_key] = eval_renders(args.eval_n, tasks, size)
@@ -350,9 +350,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"rendered {len(prompts)} training pairs in {time.perf_counter() - t0:.0f}s")
 
     if args.teacher is not None:
-        flow = initial
+        flow = given_flow
     else:
-        flow = initial if initial is not None else TinyFlowGenerator(TinyFlowConfig(**model, num_steps=8))
+        flow = given_flow if given_flow is not None else TinyFlowGenerator(TinyFlowConfig(**model, num_steps=8))
         if model.get("text_encoder") == "pretrained":  # frozen: encode the pool once, outside the training budget
             t = time.perf_counter()
             flow.backbone.text_encoder.warm_cache(prompts)
