@@ -802,6 +802,8 @@ FIT = ("--fit-tasks", "16", "--eval-draws", "32")
 #: the longer-trained v2 base (issue 19): the flow trained 25 minutes further and the one-step student distilled from it
 LONG_FLOW = "assets/vvr2_long/tiny_flow_vvr2"
 LONG_BASES = ("--checkpoint", "assets/vvr2_long/tiny_one_step_vvr2", "--flow-checkpoint", LONG_FLOW)
+#: the comparison trained and scored on bin-1 tasks of the easy pool (the bin the longer-trained base has signal on)
+LONG_BIN1 = (*COMPARE, "--mode", "same_template", "--train-bins", "1")
 
 
 def published_rwtd(lam: str) -> tuple[str, ...]:
@@ -987,33 +989,29 @@ ENTRIES: tuple[Entry, ...] = (
             blocks={f"vvr2_long_{mode}_60": vvr2_methods},
             note=f"every method trained 60 steps from the longer-trained v2 bases ({mode})")
       for mode in ("same_template", "heldout", "easy_to_hard")),
-    Entry("vvr2_long_bin1_60", ((None, (*COMPARE, "--mode", "same_template", "--train-bins", "1", *LONG_BASES,
-                                         "--out", "{out}")),), fast=False,
+    Entry("vvr2_long_bin1_60", ((None, (*LONG_BIN1, *LONG_BASES, "--out", "{out}")),), fast=False,
           blocks={"vvr2_long_bin1_60": vvr2_methods},
           note="every method trained 60 steps on bin-1 tasks of the easy pool from the longer-trained v2 bases, scored "
                "on 512 unseen bin-1 tasks x 2 draws"),
-    Entry("vvr2_long_bin1_rwtd_300", ((None, (*COMPARE, "--mode", "same_template", "--train-bins", "1", "--methods", "rwtd",
-                                               "--steps", "300", *LONG_BASES, "--out", "{out}")),), fast=False,
+    Entry("vvr2_long_bin1_rwtd_300", ((None, (*LONG_BIN1, "--methods", "rwtd", "--steps", "300", *LONG_BASES,
+                                               "--out", "{out}")),), fast=False,
           blocks={"vvr2_long_bin1_rwtd_300": vvr2_methods},
           note="RWTD trained 300 steps on bin-1 tasks from the longer-trained v2 one-step base, scored on 512 unseen "
                "bin-1 tasks x 2 draws"),
-    Entry("vvr2_long_rwtd_accum8_60", tuple((f"lr={lr}", (*COMPARE, "--mode", "same_template", "--train-bins", "1",
-                                                          "--methods", "rwtd", *LONG_BASES, "--samples-per-step", "512",
-                                                          "--out", "{out}", "trainer.grad_accum=8",
-                                                          f"trainer.learning_rate={lr}"))
+    Entry("vvr2_long_rwtd_accum8_60", tuple((f"lr={lr}", (*LONG_BIN1, "--methods", "rwtd", *LONG_BASES,
+                                                          "--samples-per-step", "512", "--out", "{out}",
+                                                          "trainer.grad_accum=8", f"trainer.learning_rate={lr}"))
                                             for lr in ("1e-4", "5e-4")),
           fast=False, blocks={"vvr2_long_rwtd_accum8_60": rwtd_accum_lr},
           note="RWTD 60 steps of 8 prompt groups each (8x the samples of the 60-step tables) on bin-1 tasks from the "
                "longer-trained v2 one-step base, at two learning rates, scored on 512 unseen bin-1 tasks x 2 draws"),
-    Entry("vvr2_long_rwtd_accum8_150", ((None, (*COMPARE, "--mode", "same_template", "--train-bins", "1", "--methods",
-                                                 "rwtd", *LONG_BASES, "--samples-per-step", "512", "--steps", "150",
-                                                 "--out", "{out}", "trainer.grad_accum=8")),),
+    Entry("vvr2_long_rwtd_accum8_150", ((None, (*LONG_BIN1, "--methods", "rwtd", *LONG_BASES, "--samples-per-step",
+                                                 "512", "--steps", "150", "--out", "{out}", "trainer.grad_accum=8")),),
           fast=False, blocks={"vvr2_long_rwtd_accum8_150": vvr2_methods},
           note="RWTD 150 steps of 8 prompt groups each on bin-1 tasks from the longer-trained v2 one-step base, scored "
                "on 512 unseen bin-1 tasks x 2 draws"),
-    Entry("vvr2_long_rwtd_lambda_60", tuple((f"lam={lam}", (*COMPARE, "--mode", "same_template", "--train-bins", "1",
-                                                            "--methods", "rwtd", *LONG_BASES, "--out", "{out}",
-                                                            f"algorithm.lam={lam}"))
+    Entry("vvr2_long_rwtd_lambda_60", tuple((f"lam={lam}", (*LONG_BIN1, "--methods", "rwtd", *LONG_BASES, "--out",
+                                                            "{out}", f"algorithm.lam={lam}"))
                                             for lam in ("0", "0.5", "0.85")),
           fast=False, blocks={"vvr2_long_rwtd_lambda_60": vvr2_lambda},
           note="RWTD 60 steps on bin-1 tasks from the longer-trained v2 one-step base at three λ, scored on 512 unseen "
