@@ -6,8 +6,9 @@ For each checkpoint (tiny AV models of the moving-shapes world), on the world's 
 tower reads the video gets the renders' sync (0.82) when the video is given, whatever its joint samples do; one that
 ignores the other tower stays at chance (0) in all three. ``--from-levels`` adds one condition per level s: both
 modalities of a render noised to s, finished by the model (:func:`visalign.core.flow.sample_from_level`);
-where joint samples fail but clips finished from s sync, the model cannot commit to a motion above s. Standard
-errors over the clips. Writes contact sheets of the audio each model makes for six rendered videos.
+where joint samples fail but clips finished from s sync, the model cannot commit to a motion above s.
+``--video-quality`` also scores the video of every condition but the render's own (``av_video_quality``, travel
+term included). Standard errors over the clips. Writes contact sheets of the audio each model makes for six rendered videos.
 
     python pipelines/av_cross_modal.py --checkpoints small=assets/av/tiny_av_flow large=assets/av_large/tiny_av_flow
 """
@@ -23,6 +24,7 @@ import torch
 from visalign.core.flow import sample_from_level
 from visalign.core.generator import load_generator
 from visalign.results import ResultRow, Tolerance, write_results
+from visalign.rewards.av_verifiers import VideoQuality
 from visalign.rewards.video import AudioVideoSyncReward
 from visalign.toys.moving_shapes import WorldConfig, all_prompts, render_batch
 from visalign.toys.video_pretrain import sample_given
@@ -45,10 +47,11 @@ def parse_checkpoints(items: list[str]) -> dict[str, Path]:
 
 
 @torch.no_grad()
-def measure(model, prompts: list[str], clips: dict, noise: torch.Tensor,
-            from_levels: tuple[float, ...] = ()) -> tuple[dict[str, torch.Tensor], dict]:
-    """Per-clip av_sync under each condition (and for clips finished from each of ``from_levels``), and the samples
-    generated for a given video."""
+def measure(model, prompts: list[str], clips: dict, noise: torch.Tensor, from_levels: tuple[float, ...] = (),
+            video_quality: bool = False) -> tuple[dict[str, torch.Tensor], dict]:
+    """Per-clip av_sync under each condition (and for clips finished from each of ``from_levels``; with
+    ``video_quality`` also ``video_quality/<condition>`` where the model made the video), and the samples generated
+    for a given video."""
     sync = AudioVideoSyncReward()
     meta = [{}] * len(prompts)
     cond = model.encode(prompts)
@@ -58,7 +61,11 @@ def measure(model, prompts: list[str], clips: dict, noise: torch.Tensor,
                "given_audio": sample_given(model, x0, "audio", noise, cond),
                **{f"from_{level:g}": sample_from_level(model, x0, level, noise, cond) for level in from_levels}}
     samples = {k: model.decode(v) for k, v in latents.items()}
-    return {k: sync(s, prompts, meta) for k, s in samples.items()}, samples["given_video"]
+    scores = {k: sync(s, prompts, meta) for k, s in samples.items()}
+    if video_quality:
+        quality = VideoQuality()
+        scores.update({f"video_quality/{k}": quality(s, prompts, meta) for k, s in samples.items() if k != "given_video"})
+    return scores, samples["given_video"]
 
 
 def row(name: str, scores: dict[str, torch.Tensor], info: dict) -> ResultRow:
@@ -72,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--draws", type=int, default=2, help="renders (and noise draws) per prompt")
     p.add_argument("--from-levels", type=float, nargs="*", default=[],
                    help="also finish renders noised to these levels (0 < s <= 1), 8 Euler steps each")
+    p.add_argument("--video-quality", action="store_true",
+                   help="also score av_video_quality of the model's video under each condition")
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--out", type=Path, default=Path("runs/av_cross_modal"))
@@ -99,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     shown = torch.arange(0, 64, 9)[:6]
     for name, model in models.items():
         noise = torch.randn((len(prompts), *model.noise_shape), generator=torch.Generator().manual_seed(args.seed + 1))
-        scores, given_video = measure(model, prompts, clips, noise, tuple(args.from_levels))
+        scores, given_video = measure(model, prompts, clips, noise, tuple(args.from_levels), args.video_quality)
         rows.append(row(name, scores, {"params": sum(q.numel() for q in model.parameters())}))
         print(name, {k: f"{v:.3f} ± {rows[-1].se[k]:.3f}" for k, v in rows[-1].values.items()})
         picked = {k: v[shown] if isinstance(v, torch.Tensor) else v for k, v in given_video.items()}
@@ -113,7 +122,8 @@ def main(argv: list[str] | None = None) -> int:
                       platform_tolerance=Tolerance(se_multiple=2.0),
                       note=f"av_sync on the world's {len(prompts) // args.draws} prompts x {args.draws} renders: joint "
                            "samples, audio for the render's video, video for the render's audio"
-                           + ("; from_s: the render noised to level s, finished in 8 Euler steps" if args.from_levels else ""),
+                           + ("; from_s: the render noised to level s, finished in 8 Euler steps" if args.from_levels else "")
+                           + ("; video_quality/<condition>: av_video_quality of the model's video" if args.video_quality else ""),
                       runtime_s=time.perf_counter() - began)
     return 0
 

@@ -26,6 +26,7 @@ from pathlib import Path
 import torch
 
 from visalign.core.generator import load_generator
+from visalign.generators import add_frame_convs
 from visalign.generators.tiny_av import TinyAudioVideoConfig, TinyAudioVideoFlowGenerator
 from visalign.results import ResultRow, Tolerance, write_results
 from visalign.rewards.video import AudioVideoSyncReward, ObjectColorReward
@@ -69,6 +70,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--layers", type=int, default=None, help=f"transformer blocks per tower (default {MODEL['layers']})")
     p.add_argument("--shared-time", action="store_true", help="both towers' tokens get the same embedding of their time "
                    "in seconds (generator.shared_time)")
+    p.add_argument("--adaptive-norm", action="store_true",
+                   help="each block reads the time/prompt vector through adaptive LayerNorm instead of adding it to "
+                        "every token (generator.time_conditioning: adaptive_norm)")
+    p.add_argument("--conv-channels", type=int, default=0,
+                   help="per-frame 3x3 convolutions with this many channels around the video tokens "
+                        "(generator.conv_channels; 0: none); with --init they are added to the checkpoint, which "
+                        "starts out computing what it did")
     p.add_argument("--cross-frames", type=int, default=None,
                    help="time-aligned cross-attention: each token sees the other tower's tokens within this many "
                         "frames of its own (generator.cross_frames; default: all)")
@@ -91,8 +99,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--results", default=None, help="also write the result file (visalign.results format) here")
     args = p.parse_args(argv)
     if (args.init is not None or args.pictures_only) and (args.width is not None or args.layers is not None
-                                                          or args.shared_time):
-        p.error("--init and --pictures-only take the model from the checkpoint; drop --width / --layers / --shared-time")
+                                                          or args.shared_time or args.adaptive_norm):
+        p.error("--init and --pictures-only take the model from the checkpoint; drop --width / --layers / --shared-time"
+                " / --adaptive-norm")
+    if args.pictures_only and args.conv_channels:
+        p.error("--pictures-only measures the checkpoint as it is: drop --conv-channels")
     if args.pictures_only and args.cross_frames is not None:
         p.error("--pictures-only measures the checkpoint as it is: drop --cross-frames")
     if not 0.0 <= args.decoupled_times <= 1.0:
@@ -113,10 +124,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.init is not None:
         trained = with_config(trained, **({"cross_frames": args.cross_frames} if args.cross_frames is not None else {}),
                               **({"shift": args.time_shift} if args.time_shift != 1.0 else {}))
-    size = ({k: getattr(trained.config, k) for k in ("width", "layers", "shared_time", "cross_frames")}
+        if args.conv_channels:
+            trained = add_frame_convs(trained, args.conv_channels)
+    size = ({k: getattr(trained.config, k) for k in ("width", "layers", "shared_time", "cross_frames", "time_conditioning",
+                                                    "conv_channels")}
             if trained is not None else
             {"width": args.width or MODEL["width"], "layers": args.layers or MODEL["layers"], "shared_time": args.shared_time,
-             "cross_frames": args.cross_frames})
+             "cross_frames": args.cross_frames, "time_conditioning": "adaptive_norm" if args.adaptive_norm else "add",
+             "conv_channels": args.conv_channels})
     torch.manual_seed(args.seed)  # after loading, which draws the initial weights it then replaces
     model = TinyAudioVideoFlowGenerator(TinyAudioVideoConfig(**{**MODEL, **size}, num_steps=args.num_steps,
                                                              shift=args.time_shift))

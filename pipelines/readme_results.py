@@ -710,16 +710,24 @@ def av_cross_modal(labels: dict[str, str], renders: str = "renders") -> Renderer
     return render
 
 
-def av_time_pilot(t: ResultTable) -> str:
-    """The two pilot bases (learned positions only vs shared time features) and the renders."""
+def av_pilot(labels: dict[str, str], with_loss: bool = False) -> Renderer:
+    """The pilot bases of ``labels`` (arm -> label) and the renders: pretrain_av.py's measures (and the last-20 loss)
+    and the AV verifiers."""
     def line(label: str, measured: ResultRow, verifiers: dict | None) -> list[str]:
-        return [label, *(value_se(measured, k) for k in ("av_sync", "object_color")), *av_verifier_cells(verifiers)]
+        loss = ([f"{measured.info['loss_last20']:.3f}" if verifiers else "—"] if with_loss else [])
+        return [label, *(value_se(measured, k) for k in ("av_sync", "object_color")), *loss,
+                *av_verifier_cells(verifiers)]
 
-    lines = [line("renders", t.row("plain/measured/renders"), None)]
-    for arm, label in (("plain", "learned positions per tower"), ("shared_time", "+ `shared_time`")):
-        lines.append(line(label, t.row(f"{arm}/measured/tiny_av_flow"), t.row(f"{arm}/verifiers/base").values))
-    steps = t.row("plain/measured/tiny_av_flow").info["steps"]
-    return table([f"base (width 64, 2 blocks, {steps:,} steps)", "av_sync", "object_color", *AV_VERIFIER_HEADERS], lines)
+    def render(t: ResultTable) -> str:
+        first = next(iter(labels))
+        lines = [line("renders", t.row(f"{first}/measured/renders"), None)]
+        for arm, label in labels.items():
+            lines.append(line(label, t.row(f"{arm}/measured/tiny_av_flow"), t.row(f"{arm}/verifiers/base").values))
+        steps = t.row(f"{first}/measured/tiny_av_flow").info["steps"]
+        return table([f"base (width 64, 2 blocks, {steps:,} steps)", "av_sync", "object_color",
+                      *(["loss (last 20)"] if with_loss else []), *AV_VERIFIER_HEADERS], lines)
+
+    return render
 
 
 def av_change_table(t: ResultTable, prefixes: dict[str, str]) -> str:
@@ -802,6 +810,9 @@ FIT = ("--fit-tasks", "16", "--eval-draws", "32")
 #: the longer-trained v2 base (issue 19): the flow trained 25 minutes further and the one-step student distilled from it
 LONG_FLOW = "assets/vvr2_long/tiny_flow_vvr2"
 LONG_BASES = ("--checkpoint", "assets/vvr2_long/tiny_one_step_vvr2", "--flow-checkpoint", LONG_FLOW)
+#: that flow trained 60 minutes further (one core) and a student distilled from it in the same run
+LONGER_FLOW = "assets/vvr2_longer/tiny_flow_vvr2"
+LONGER_BASES = ("--checkpoint", "assets/vvr2_longer/tiny_one_step_vvr2", "--flow-checkpoint", LONGER_FLOW)
 #: the comparison trained and scored on bin-1 tasks of the easy pool (the bin the longer-trained base has signal on)
 LONG_BIN1 = (*COMPARE, "--mode", "same_template", "--train-bins", "1")
 
@@ -874,13 +885,23 @@ def _base_verifiers(checkpoint: str) -> tuple[str, ...]:
     return (*AV_COMPARE_TINY, "--checkpoint", checkpoint, "--methods", "--eval-size", "64")
 
 
-def _time_pilot_runs(steps: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """Two bases of the small tiny AV size trained ``steps`` flow steps each (learned positions only; shared time),
-    then the AV verifiers on each (after both: they read the checkpoints under ``{folder}``)."""
+def _pilot_runs(steps: str, arms: dict[str, tuple[str, ...]]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Bases of the small tiny AV size trained ``steps`` flow steps from scratch, one per arm (its pretrain_av.py
+    options), then the AV verifiers on each (after all of them: they read the checkpoints under ``{folder}``)."""
     pilot = (*PRETRAIN_AV, "--steps", steps, "--assets", "{out}/assets", *PRETRAIN_OUT)
-    return (("plain/measured", pilot), ("shared_time/measured", (*pilot, "--shared-time")),
+    return (*((f"{arm}/measured", (*pilot, *options)) for arm, options in arms.items()),
             *((f"{arm}/verifiers", _base_verifiers(f"{{folder}}/run_{i}/assets/tiny_av_flow"))
-              for i, arm in enumerate(("plain", "shared_time"))))
+              for i, arm in enumerate(arms)))
+
+
+TIME_PILOT_ARMS = {"plain": (), "shared_time": ("--shared-time",)}
+TIME_PILOT_LABELS = {"plain": "learned positions per tower", "shared_time": "+ `shared_time`"}
+# the small base's size with the time-aligned window, trained from scratch with each video-tower option
+ARCH_PILOT_ARMS = {"plain": (), "adaptive": ("--adaptive-norm",), "conv": ("--conv-channels", "32"),
+                   "both": ("--adaptive-norm", "--conv-channels", "32")}
+ARCH_PILOT_LABELS = {"plain": "tokens, time added (as shipped)", "adaptive": "`time_conditioning: adaptive_norm`",
+                     "conv": "`conv_channels: 32`", "both": "both"}
+
 
 # continuing the larger base for 1,500 flow steps at lr 3e-4 (about 20 min each on one core), per arm: the window
 # of time-aligned cross-attention (generator.cross_frames) and the fraction of decoupled noise levels
@@ -890,18 +911,19 @@ AV_SYNC_LABELS = {"decoupled": "decoupled noise levels (half the items)", "windo
                   "window_decoupled": "both"}
 
 
-def _continued_runs(init: str, arms: dict[str, tuple[str, ...]], levels: tuple[str, ...] = ()
-                    ) -> tuple[tuple[str, tuple[str, ...]], ...]:
+def _continued_runs(init: str, arms: dict[str, tuple[str, ...]], levels: tuple[str, ...] = (),
+                    cross_options: tuple[str, ...] = ()) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """``init`` continued 1,500 flow steps at lr 3e-4 under each of ``arms``, then the cross-modal measure of
-    ``init`` and every arm (with clips finished from ``levels``), then the AV verifiers of every arm (these read the
-    checkpoints under ``{folder}``)."""
+    ``init`` and every arm (with clips finished from ``levels``, and ``cross_options``), then the AV verifiers of
+    every arm (these read the checkpoints under ``{folder}``)."""
     trained = {arm: f"{{folder}}/run_{i}/assets/tiny_av_flow" for i, arm in enumerate(arms)}
     train = tuple((f"{arm}/measured", (*PRETRAIN_AV, "--init", init, "--steps", "1500", "--lr", "3e-4", *options,
                                        "--assets", "{out}/assets", *PRETRAIN_OUT))
                   for arm, options in arms.items())
     cross = ("cross_modal", (PY, "pipelines/av_cross_modal.py", "--checkpoints", f"base={init}",
                              *(f"{arm}={path}" for arm, path in trained.items()),
-                             *(("--from-levels", *levels) if levels else ()), "--results", "{results}", "--out", "{out}"))
+                             *(("--from-levels", *levels) if levels else ()), *cross_options,
+                             "--results", "{results}", "--out", "{out}"))
     return (*train, cross, *((f"{arm}/verifiers", _base_verifiers(path)) for arm, path in trained.items()))
 
 
@@ -931,6 +953,23 @@ def av_commit_table(t: ResultTable) -> str:
         r = t.row(f"cross_modal/{key}")
         lines.append([label, value_se(r, "joint"), *(value_se(r, f"from_{level}") for level in AV_COMMIT_LEVELS)])
     return table(["model", "joint samples", *(f"finished from {level}" for level in AV_COMMIT_LEVELS)], lines)
+
+
+# the synced base continued 1,500 flow steps with convolutions added around its video tokens
+AV_CONV_ARMS = {"conv": ("--conv-channels", "32")}
+AV_CONV_LABELS = {"conv": "1,500 more steps with `conv_channels: 32`"}
+
+
+def av_conv_table(t: ResultTable) -> str:
+    """av_sync and av_video_quality (± SE) of joint samples and of renders noised to each level and finished, for the
+    synced base and the base grown with convolutions."""
+    lines = []
+    for key, label in {"base": AV_BASES["synced"], **{a: f"+ {l}" for a, l in AV_CONV_LABELS.items()}}.items():
+        r = t.row(f"cross_modal/{key}")
+        for measure, prefix in (("av_sync", ""), ("video quality", "video_quality/")):
+            lines.append([f"{label}: {measure}", value_se(r, f"{prefix}joint"),
+                          *(value_se(r, f"{prefix}from_{level}") for level in AV_COMMIT_LEVELS)])
+    return table(["model: measure", "joint samples", *(f"finished from {level}" for level in AV_COMMIT_LEVELS)], lines)
 
 
 ENTRIES: tuple[Entry, ...] = (
@@ -993,6 +1032,17 @@ ENTRIES: tuple[Entry, ...] = (
           blocks={"vvr2_long_bin1_60": vvr2_methods},
           note="every method trained 60 steps on bin-1 tasks of the easy pool from the longer-trained v2 bases, scored "
                "on 512 unseen bin-1 tasks x 2 draws"),
+    Entry("vvr_pretrain_v2_longer", ((None, (PY, "pipelines/vvr_pretrain.py", "--init-flow", LONG_FLOW, "--flow-minutes",
+                                             "60", "--flow-steps", "100000", "--lr", "3e-4", "--distill-minutes", "20",
+                                             "--distill-steps", "100000", "--pool", "24000", "--threads", "1",
+                                             "--assets", "{out}/assets", "--out", "{out}", "--results", "{results}")),),
+          fast=False, blocks={"vvr_pretrain_v2_longer": vvr_pretrain_v2},
+          pictures={"one_step_samples.png": "assets/readme/vvr2_longer_one_step_samples.png"},
+          note="the longer-trained v2 flow trained 60 minutes further on one core (24,000 rendered pairs), and a "
+               "one-step student distilled from it for 20 minutes in the same run"),
+    Entry("vvr2_longer_bin1_60", ((None, (*LONG_BIN1, *LONGER_BASES, "--out", "{out}")),), fast=False,
+          blocks={"vvr2_longer_bin1_60": vvr2_methods},
+          note="every method trained 60 steps on bin-1 tasks from the v2 bases trained 60 minutes further"),
     Entry("vvr2_long_bin1_rwtd_300", ((None, (*LONG_BIN1, "--methods", "rwtd", "--steps", "300", *LONG_BASES,
                                                "--out", "{out}")),), fast=False,
           blocks={"vvr2_long_bin1_rwtd_300": vvr2_methods},
@@ -1123,17 +1173,28 @@ ENTRIES: tuple[Entry, ...] = (
                   "av_sync_pilot/bases": av_continued_bases(AV_SYNC_LABELS)},
           note="the larger tiny AV base continued 1,500 flow steps under decoupled noise levels, time-aligned "
                "cross-attention, or both; cross-modal av_sync and the AV verifiers of each"),
+    Entry("av_conv_pilot", _continued_runs(AV_SYNCED, AV_CONV_ARMS, AV_COMMIT_LEVELS, ("--video-quality",)),
+          fast=False, blocks={"av_conv_pilot": av_conv_table, "av_conv_pilot/bases": av_continued_bases(AV_CONV_LABELS)},
+          pictures={"run_0/flow.png": "assets/readme/av_conv_samples.png"},
+          note="the synced tiny AV base continued 1,500 flow steps with per-frame convolutions around its video tokens; "
+               "av_sync and video quality of joint samples and of renders finished from each noise level"),
     Entry("av_commit_pilot", _continued_runs(AV_SYNCED, AV_COMMIT_ARMS, AV_COMMIT_LEVELS), fast=False,
           blocks={"av_commit_pilot": av_commit_table, "av_commit_pilot/bases": av_continued_bases(AV_COMMIT_LABELS)},
           note="the synced tiny AV base continued 1,500 flow steps as trained and at time shift 3; av_sync of joint "
                "samples and of renders noised to 1, 0.9, 0.75, 0.5 and finished by each model; the AV verifiers"),
-    Entry("av_shared_time_pilot", _time_pilot_runs("1700"), fast=False,
-          blocks={"av_shared_time_pilot": av_time_pilot},
+    Entry("av_shared_time_pilot", _pilot_runs("1700", TIME_PILOT_ARMS), fast=False,
+          blocks={"av_shared_time_pilot": av_pilot(TIME_PILOT_LABELS)},
           note="the small tiny AV base's size and step count pretrained twice: per-token learned positions only, and "
                "with generator.shared_time; each scored by pretrain_av.py's measures and the AV verifiers"),
-    Entry("av_shared_time_pilot_long", _time_pilot_runs("4000"), fast=False,
-          blocks={"av_shared_time_pilot_long": av_time_pilot},
+    Entry("av_shared_time_pilot_long", _pilot_runs("4000", TIME_PILOT_ARMS), fast=False,
+          blocks={"av_shared_time_pilot_long": av_pilot(TIME_PILOT_LABELS)},
           note="the shared-time pilot at 4,000 flow steps per arm"),
+    Entry("av_arch_pilot", _pilot_runs("1700", {a: ("--cross-frames", "0", *o) for a, o in ARCH_PILOT_ARMS.items()}),
+          fast=False, blocks={"av_arch_pilot": av_pilot(ARCH_PILOT_LABELS, with_loss=True)},
+          pictures={"run_0/flow.png": "assets/readme/av_arch_pilot_plain.png",
+                    "run_3/flow.png": "assets/readme/av_arch_pilot_both.png"},
+          note="the small tiny AV base's size with cross_frames 0, 1,700 flow steps from scratch per arm: tokens as "
+               "shipped, adaptive LayerNorm time conditioning, per-frame convolutions, both"),
     # long commands (about 5-35 min each on this machine)
     Entry("av_compare_tiny_av", ((None, (PY, "pipelines/av_compare.py", "--model", "tiny_av", "--checkpoint",
                                          "assets/av/tiny_av_flow", "--steps", "120", "--eval-every", "24", "--eval-size", "32",

@@ -57,3 +57,17 @@ def test_from_levels_add_one_condition_per_level_and_bad_levels_are_refused(tmp_
     with pytest.raises(SystemExit):
         av_cross_modal.main(["--checkpoints", f"m={tmp_path / 'm'}", "--from-levels", "1.5"])
     assert "--from-levels must lie in (0, 1]" in capsys.readouterr().err
+
+
+def test_video_quality_scores_the_video_the_model_made(tmp_path):
+    """--video-quality: av_video_quality per condition whose video the model generated (not the given render's); a
+    render noised to 1% and finished keeps its bounce, a random model's free samples do not."""
+    TinyAudioVideoFlowGenerator(TinyAudioVideoConfig(**{**MODEL, "width": 32, "layers": 1},
+                                                     num_steps=2)).save_pretrained(tmp_path / "m")
+    result = tmp_path / "result.json"
+    av_cross_modal.main(["--checkpoints", f"m={tmp_path / 'm'}", "--draws", "1", "--from-levels", "1", "0.01",
+                         "--video-quality", "--out", str(tmp_path / "pics"), "--results", str(result)])
+    values = next(r for r in json.loads(result.read_text())["rows"] if r["row"] == "m")["values"]
+    assert {k for k in values if k.startswith("video_quality/")} == {
+        "video_quality/joint", "video_quality/given_audio", "video_quality/from_1", "video_quality/from_0.01"}
+    assert values["video_quality/from_0.01"] > -0.01 > values["video_quality/joint"]

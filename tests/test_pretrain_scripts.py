@@ -48,7 +48,7 @@ def test_width_and_layers_set_the_model_and_init_continues_it(tmp_path):
     assert {k: flow_row["info"][k] for k in ("width", "layers", "steps")} == {"width": 32, "layers": 1, "steps": 1}
 
 
-@pytest.mark.parametrize("option", [["--width", "32"], ["--shared-time"]])
+@pytest.mark.parametrize("option", [["--width", "32"], ["--shared-time"], ["--adaptive-norm"]])
 def test_init_refuses_a_model_option(tmp_path, capsys, option):
     with pytest.raises(SystemExit):
         pretrain_av.main(["--init", str(tmp_path), *option])
@@ -116,3 +116,24 @@ def test_time_shift_trains_and_samples_with_the_shift_and_is_recorded(tmp_path, 
         with pytest.raises(SystemExit):
             pretrain_av.main(["--assets", str(tmp_path / "x"), *bad])
         assert message in capsys.readouterr().err
+
+
+def test_new_models_take_the_architecture_options_and_init_adds_convolutions(tmp_path, capsys):
+    """--adaptive-norm / --conv-channels set a new model's architecture; --conv-channels with --init grows the
+    checkpoint (every weight kept, the new convolutions added) and continues it."""
+    metrics = _run(tmp_path, "new", "--width", "32", "--layers", "1", "--adaptive-norm", "--conv-channels", "4")
+    config = json.loads((tmp_path / "new" / "tiny_av_flow" / "generator.json").read_text())["config"]
+    assert (config["time_conditioning"], config["conv_channels"]) == ("adaptive_norm", 4)
+    assert (metrics["flow_matching"]["time_conditioning"], metrics["flow_matching"]["conv_channels"]) == ("adaptive_norm", 4)
+    _run(tmp_path, "plain", "--width", "32", "--layers", "1")
+    grown = _run(tmp_path, "grown", "--init", str(tmp_path / "plain" / "tiny_av_flow"), "--steps", "1",
+                 "--conv-channels", "4")
+    assert grown["flow_matching"]["conv_channels"] == 4
+    before = load_file(tmp_path / "plain" / "tiny_av_flow" / "model.safetensors")
+    after = load_file(tmp_path / "grown" / "tiny_av_flow" / "model.safetensors")
+    assert set(after) - set(before) and all(k.startswith("backbone.video_conv.") for k in set(after) - set(before))
+    kept = [k for k in before if k != "backbone.video_tower.proj_in.weight"]
+    assert all(torch.allclose(before[k], after[k], atol=1e-4) for k in kept)  # one warmup step from the same weights
+    with pytest.raises(SystemExit):
+        pretrain_av.main(["--pictures-only", "--conv-channels", "4", "--assets", str(tmp_path / "plain")])
+    assert "measures the checkpoint as it is" in capsys.readouterr().err

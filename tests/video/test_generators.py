@@ -7,7 +7,7 @@ import torch
 from visalign.core.config import ConfigError
 from visalign.core.generator import build_generator, load_generator
 from visalign.core.types import modality_of
-from visalign.generators import TinyAudioVideoConfig, TinyAudioVideoFlowGenerator, TinyVideoFlowConfig
+from visalign.generators import TinyAudioVideoConfig, TinyAudioVideoFlowGenerator, TinyVideoFlowConfig, add_frame_convs
 
 from .conftest import AV_PROMPTS, SMALL, SMALL_AV, VIDEO_PROMPTS
 
@@ -128,6 +128,81 @@ def test_shared_time_gives_audio_and_video_of_one_moment_the_same_position_featu
     plain.load_state_dict(gen.state_dict())  # the time features are not weights: the same weights load either way
     assert (plain.velocity(noise, torch.full((2,), 0.5), plain.encode(AV_PROMPTS))
             - gen.velocity(noise, torch.full((2,), 0.5), gen.encode(AV_PROMPTS))).abs().max() > 1e-4
+
+
+@pytest.mark.parametrize("name", ["tiny_video_flow", "tiny_av_flow"])
+def test_adaptive_norm_conditions_every_block_on_the_time(name, tmp_path):
+    """generator.time_conditioning = adaptive_norm: each block's norms (and the output norm) are scaled and shifted
+    by the time/prompt vector instead of that vector being added to the tokens; the model samples, saves and loads
+    exactly, and its towers still partition the parameters."""
+    gen, prompts = _with_options(name, time_conditioning="adaptive_norm")
+    blocks = [m for n, m in gen.named_modules() if n.endswith(("blocks.0", "blocks.0.norm1"))]
+    assert any(type(m).__name__ == "AdaLayerNormContinuous" for m in blocks)
+    _check_time_save_load_partition(gen, prompts, tmp_path)
+    if name == "tiny_av_flow":
+        assert any("norm1.linear" in n for n, _ in gen.tower_parameters("audio"))
+    assert build_generator({"name": name, **_small(name)}).config.time_conditioning == "add"  # older checkpoints
+    with pytest.raises(ConfigError, match="time_conditioning: 'film' is not one of"):
+        build_generator({"name": name, **_small(name), "time_conditioning": "film"})
+
+
+@pytest.mark.parametrize("name", ["tiny_video_flow", "tiny_av_flow"])
+def test_conv_channels_wrap_the_video_tokens_in_per_frame_convolutions(name, tmp_path):
+    """generator.conv_channels: a convolutional stem before patching and a head after it. The head's last layer
+    starts at zero, so a fresh head leaves the token tower's output as it is (changing the head's first layer
+    changes nothing); once trained, it adds to it. The convolutions belong to the video tower."""
+    gen, prompts = _with_options(name, conv_channels=8)
+    _check_time_save_load_partition(gen, prompts, tmp_path)
+    if name == "tiny_av_flow":
+        assert any(n.startswith("backbone.video_conv.") for n, _ in gen.tower_parameters("video"))
+    conv = gen.backbone.video_conv
+    x, cond, t = gen.make_noise(2, _seeded()), gen.encode(prompts), torch.full((2,), 0.5)
+    with torch.no_grad():
+        before = gen.velocity(x, t, cond)
+        conv.head_in.weight.add_(1.0)
+        torch.testing.assert_close(gen.velocity(x, t, cond), before, rtol=0, atol=0)
+        conv.head_out.weight.normal_(0, 0.1)
+        assert (gen.velocity(x, t, cond) - before).abs().max() > 1e-4
+    with pytest.raises(ConfigError, match="conv_channels must be >= 0"):
+        build_generator({"name": name, **_small(name), "conv_channels": -1})
+
+
+@pytest.mark.parametrize("name", ["tiny_video_flow", "tiny_av_flow"])
+def test_add_frame_convs_grows_a_checkpoint_that_computes_what_it_did(name):
+    """add_frame_convs: a model without convolutions gets them; until it trains, it gives the same velocity."""
+    gen, prompts = _with_options(name)
+    grown = add_frame_convs(gen, 8)
+    assert grown.config.conv_channels == 8 and gen.config.conv_channels == 0
+    x, t = gen.make_noise(2, _seeded()), torch.full((2,), 0.4)
+    torch.testing.assert_close(grown.velocity(x, t, grown.encode(prompts)), gen.velocity(x, t, gen.encode(prompts)),
+                               rtol=0, atol=0)
+    with pytest.raises(ConfigError, match="already has conv_channels 8"):
+        add_frame_convs(grown, 8)
+
+
+def _small(name: str) -> dict:
+    return {**(SMALL_AV if name == "tiny_av_flow" else SMALL), "num_steps": 2}
+
+
+def _with_options(name: str, **options) -> tuple:
+    torch.manual_seed(0)
+    return (build_generator({"name": name, **_small(name), **options}),
+            AV_PROMPTS if name == "tiny_av_flow" else VIDEO_PROMPTS)
+
+
+def _check_time_save_load_partition(gen, prompts: list[str], tmp_path) -> None:
+    x, cond = gen.make_noise(2, _seeded()), gen.encode(prompts)
+    early, late = (gen.velocity(x, torch.full((2,), t), cond) for t in (0.9, 0.1))
+    assert (early - late).abs().max() > 1e-4
+    gen.save_pretrained(tmp_path / "gen")
+    loaded = load_generator(tmp_path / "gen")
+    assert loaded.config == gen.config
+    half = torch.full((2,), 0.5)
+    torch.testing.assert_close(loaded.velocity(x, half, cond), gen.velocity(x, half, cond), rtol=0, atol=0)
+    if isinstance(gen, TinyAudioVideoFlowGenerator):
+        names = {n for n, _ in gen.named_parameters()}
+        towers = {n for m in ("video", "audio") for n, _ in gen.tower_parameters(m)}
+        assert towers | {n for n, _ in gen.shared_parameters()} == names
 
 
 def _av_model() -> TinyAudioVideoFlowGenerator:

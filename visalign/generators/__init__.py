@@ -9,7 +9,7 @@ from .tiny import (TinyFlowConfig, TinyFlowGenerator, TinyFlowReference, TinyIma
                    TinyOneStepGenerator, TinyOneStepReference)
 from .tiny_av import TinyAudioVideoConfig, TinyAudioVideoFlowGenerator
 from .tiny_video import (TinyVideoConfig, TinyVideoFlowConfig, TinyVideoFlowGenerator, TinyVideoOneStepConfig,
-                         TinyVideoOneStepGenerator)
+                         TinyVideoOneStepGenerator, add_frame_convs)
 from .toy import ToyFlowGenerator, ToyOneStepGenerator
 
 __all__ = [
@@ -34,6 +34,7 @@ __all__ = [
     "TinyVideoFlowGenerator",
     "TinyAudioVideoConfig",
     "TinyAudioVideoFlowGenerator",
+    "add_frame_convs",
     "DiffusersConfig",
     "DiffusersPipelineGenerator",
     "LoraReference",

@@ -25,7 +25,7 @@ from ..core.flow import noise_latents, shift_times
 from ..core.generator import register_generator
 from .text_encoder import TinyTextEncoder
 from .tiny import _PromptFlowMixin
-from .tiny_video import TextCond, TimeTextEmbedding, TinyVideoFlowConfig, TokenTower, _TinyVideoMixin, tokens_to_video, video_to_tokens
+from .tiny_video import FrameConvs, TextCond, TimeTextEmbedding, TinyVideoFlowConfig, TokenTower, _TinyVideoMixin, tokens_to_video, video_to_tokens
 
 
 @dataclass
@@ -79,10 +79,13 @@ class TinyAudioVideoBackbone(nn.Module):
         self.text_encoder = TinyTextEncoder(c.text_hidden, c.text_layers, c.text_heads, c.vocab_buckets, c.max_length)
         self.embedding = TimeTextEmbedding(c.width, c.text_hidden)
         video_tokens = c.frames * (c.image_size // c.patch_size) ** 2
-        self.video_tower = TokenTower(c.channels * c.patch_size**2, video_tokens, c.width, c.layers, c.heads,
-                                      c.text_hidden, other_width=c.width)
+        adaptive = c.time_conditioning == "adaptive_norm"
+        self.video_conv = FrameConvs(c.channels, c.conv_channels, c.width) if c.conv_channels else None
+        self.video_tower = TokenTower((c.channels + c.conv_channels) * c.patch_size**2, video_tokens, c.width, c.layers, c.heads,
+                                      c.text_hidden, other_width=c.width, adaptive=adaptive,
+                                      out_dim=c.channels * c.patch_size**2)
         self.audio_tower = TokenTower(c.audio_patch, c.audio_length // c.audio_patch, c.width, c.layers, c.heads,
-                                      c.text_hidden, other_width=c.width)
+                                      c.text_hidden, other_width=c.width, adaptive=adaptive)
         if c.shared_time:
             duration = c.frames / c.fps
             for name, times in zip(("video_time", "audio_time"), self.token_times()):
@@ -120,7 +123,9 @@ class TinyAudioVideoBackbone(nn.Module):
         emb = self.embedding(t, pooled)
         audio_emb = emb if audio_t is None else self.embedding(audio_t, pooled)
         video, audio = x[:, : c.video_size], x[:, c.video_size:]
-        hv = self.video_tower.embed(video_to_tokens(video.reshape(-1, *c.video_shape), c.patch_size))
+        video = video.reshape(-1, *c.video_shape)
+        features = video if self.video_conv is None else self.video_conv.stem(video.to(emb.dtype))
+        hv = self.video_tower.embed(video_to_tokens(features, c.patch_size))
         ha = self.audio_tower.embed(audio.reshape(x.shape[0], -1, c.audio_patch))
         if c.shared_time:
             hv, ha = hv + self.video_time.to(hv.dtype), ha + self.audio_time.to(ha.dtype)
@@ -128,8 +133,11 @@ class TinyAudioVideoBackbone(nn.Module):
         for i in range(c.layers):
             hv, ha = (self.video_tower.block(i, hv, emb, states, ha, video_bias),
                       self.audio_tower.block(i, ha, audio_emb, states, hv, audio_bias))
-        out_v = tokens_to_video(self.video_tower.out(hv), c.video_shape, c.patch_size).flatten(1)
-        out_a = self.audio_tower.out(ha).flatten(1)
+        out_v = tokens_to_video(self.video_tower.out(hv, emb), c.video_shape, c.patch_size)
+        if self.video_conv is not None:
+            out_v = self.video_conv.head(out_v, features, emb)
+        out_v = out_v.flatten(1)
+        out_a = self.audio_tower.out(ha, audio_emb).flatten(1)
         return torch.cat([out_v, out_a], dim=1).to(x.dtype)
 
 
@@ -159,7 +167,7 @@ class TinyAudioVideoFlowGenerator(_TinyVideoMixin, _PromptFlowMixin, AudioVideoF
         return {"video": slice(0, v), "audio": slice(v, v + self.config.audio_length)}
 
     def tower_patterns(self) -> dict[str, list[str]]:
-        return {"video": [r"^backbone\.video_tower\."], "audio": [r"^backbone\.audio_tower\."]}
+        return {"video": [r"^backbone\.video_(tower|conv)\."], "audio": [r"^backbone\.audio_tower\."]}
 
     def velocity(self, x: torch.Tensor, t: torch.Tensor, cond: Any = None) -> torch.Tensor:
         return self.backbone(x, t, self._cond(cond, x.shape[0]))

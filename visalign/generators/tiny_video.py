@@ -12,6 +12,7 @@ context (the other modality's tokens) joins the prompt in the cross-attention.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Sequence
 
@@ -46,6 +47,11 @@ class TinyVideoConfig(LoraOptions):
     text_heads: int = option(2, "text-encoder attention heads")
     vocab_buckets: int = option(256, "hashing-tokenizer vocabulary size")
     max_length: int = option(16, "prompt tokens kept")
+    time_conditioning: Literal["add", "adaptive_norm"] = option(
+        "add", "how each block reads the time/prompt vector: add it to every token (add) or scale and shift each "
+        "block's norms by it (adaptive_norm, DiT-style adaptive LayerNorm)")
+    conv_channels: int = option(0, "channels of per-frame 3x3 convolutions around the video tokens (a stem before "
+                                "patching, a head after it with a full-resolution skip, U-ViT-style); 0: none")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -59,6 +65,7 @@ class TinyVideoConfig(LoraOptions):
         check(self.text_hidden % self.text_heads == 0, f"text_hidden {self.text_hidden} must be divisible by text_heads {self.text_heads}")
         check(self.vocab_buckets > 3, f"vocab_buckets must be > 3, got {self.vocab_buckets}")
         check(self.max_length >= 2, f"max_length must be >= 2, got {self.max_length}")
+        check(self.conv_channels >= 0, f"conv_channels must be >= 0 (0: no convolutions), got {self.conv_channels}")
 
     @property
     def video_shape(self) -> tuple[int, int, int, int]:
@@ -106,6 +113,41 @@ def tokens_to_video(tokens: torch.Tensor, shape: Sequence[int], patch: int) -> t
     return x.permute(0, 4, 1, 2, 5, 3, 6).reshape(b, c, t, h, w)
 
 
+def per_frame(conv: nn.Module, video: torch.Tensor) -> torch.Tensor:
+    """``conv`` (a 2-D module) applied to every frame of ``B×C×T×H×W``."""
+    b, c, t, h, w = video.shape
+    out = conv(video.transpose(1, 2).reshape(b * t, c, h, w))
+    return out.reshape(b, t, -1, h, w).transpose(1, 2)
+
+
+class FrameConvs(nn.Module):
+    """Per-frame 3×3 convolutions around a video token tower (U-ViT-style). :meth:`stem` appends ``hidden`` feature
+    maps to the pixels, and the tower patches both into tokens; :meth:`head` refines the tower's unpatched output from
+    it, the stem's full-resolution features and the time/prompt vector (a per-channel shift). Patch tokens alone
+    learn speckle at this size; the convolutions draw solid shapes. The head's last layer starts at zero, so a new
+    head leaves the tower's output as it is (and a tower whose token projection reads only the pixel channels is
+    the tower without convolutions)."""
+
+    def __init__(self, channels: int, hidden: int, width: int) -> None:
+        super().__init__()
+        self.stem_layers = nn.Sequential(nn.Conv2d(channels, hidden, 3, padding=1), nn.SiLU(),
+                                         nn.Conv2d(hidden, hidden, 3, padding=1))
+        self.head_in = nn.Conv2d(2 * channels + hidden, hidden, 3, padding=1)
+        self.time_shift = nn.Linear(width, hidden)
+        self.head_out = nn.Conv2d(hidden, channels, 3, padding=1)
+        nn.init.zeros_(self.head_out.weight)
+        nn.init.zeros_(self.head_out.bias)
+
+    def stem(self, video: torch.Tensor) -> torch.Tensor:
+        """``B×C×T×H×W`` -> ``B×(C + hidden)×T×H×W``: the pixels, then the feature maps."""
+        return torch.cat([video, per_frame(self.stem_layers, video)], dim=1)
+
+    def head(self, video: torch.Tensor, stem: torch.Tensor, emb: torch.Tensor) -> torch.Tensor:
+        h = per_frame(self.head_in, torch.cat([video, stem], dim=1))
+        h = nn.functional.silu(h + self.time_shift(emb)[:, :, None, None, None])
+        return video + per_frame(self.head_out, h)
+
+
 class TimeTextEmbedding(nn.Module):
     """Diffusion time (``t`` in [0, 1], embedded at ``1000·t``) plus the pooled prompt, as one ``[B, width]`` vector."""
 
@@ -124,21 +166,28 @@ class TimeTextEmbedding(nn.Module):
 
 class TokenTower(nn.Module):
     """Tokens of one modality through diffusers ``BasicTransformerBlock`` s; the cross-attention context is the
-    prompt tokens, plus (``other_width``) another tower's tokens projected into this width."""
+    prompt tokens, plus (``other_width``) another tower's tokens projected into this width. Output tokens have
+    ``out_dim`` features (default: ``token_dim``). The time/prompt vector
+    is added to every token before each block, or (``adaptive``) scales and shifts every norm of the blocks and the
+    output norm (diffusers ``AdaLayerNormContinuous``)."""
 
     def __init__(self, token_dim: int, num_tokens: int, width: int, layers: int, heads: int, text_hidden: int,
-                 other_width: int | None = None) -> None:
+                 other_width: int | None = None, adaptive: bool = False, out_dim: int | None = None) -> None:
         super().__init__()
         from diffusers.models.attention import BasicTransformerBlock
+        from diffusers.models.normalization import AdaLayerNormContinuous
 
+        self.adaptive = adaptive
         self.proj_in = nn.Linear(token_dim, width)
         self.pos = nn.Parameter(torch.randn(1, num_tokens, width) * 0.02)
         self.text_proj = nn.Linear(text_hidden, width)
         self.other_proj = nn.Linear(other_width, width) if other_width else None
+        norm = dict(norm_type="ada_norm_continuous", ada_norm_continous_conditioning_embedding_dim=width) if adaptive else {}
         self.blocks = nn.ModuleList(
-            BasicTransformerBlock(width, heads, width // heads, cross_attention_dim=width) for _ in range(layers))
-        self.norm_out = nn.LayerNorm(width)
-        self.proj_out = nn.Linear(width, token_dim)
+            BasicTransformerBlock(width, heads, width // heads, cross_attention_dim=width, **norm) for _ in range(layers))
+        self.norm_out = (AdaLayerNormContinuous(width, width, elementwise_affine=False, eps=1e-6) if adaptive
+                         else nn.LayerNorm(width))
+        self.proj_out = nn.Linear(width, out_dim or token_dim)
 
     def embed(self, tokens: torch.Tensor) -> torch.Tensor:
         return self.proj_in(tokens.to(self.proj_in.weight.dtype)) + self.pos
@@ -155,10 +204,14 @@ class TokenTower(nn.Module):
                 visible_text = other_bias.new_zeros(other_bias.shape[0], context.shape[1])
                 mask = torch.cat([visible_text, other_bias], dim=1).to(h.dtype).expand(h.shape[0], -1, -1)
             context = torch.cat([context, self.other_proj(other)], dim=1)
+        if self.adaptive:
+            return self.blocks[i](h, encoder_hidden_states=context, encoder_attention_mask=mask,
+                                  added_cond_kwargs={"pooled_text_emb": emb})
         return self.blocks[i](h + emb.unsqueeze(1), encoder_hidden_states=context, encoder_attention_mask=mask)
 
-    def out(self, h: torch.Tensor) -> torch.Tensor:
-        return self.proj_out(self.norm_out(h))
+    def out(self, h: torch.Tensor, emb: torch.Tensor) -> torch.Tensor:
+        """Output tokens; ``emb`` (the time/prompt vector) conditions the output norm of an ``adaptive`` tower."""
+        return self.proj_out(self.norm_out(h, emb) if self.adaptive else self.norm_out(h))
 
 
 class TinyVideoBackbone(nn.Module):
@@ -171,7 +224,10 @@ class TinyVideoBackbone(nn.Module):
         self.text_encoder = TinyTextEncoder(c.text_hidden, c.text_layers, c.text_heads, c.vocab_buckets, c.max_length)
         self.embedding = TimeTextEmbedding(c.width, c.text_hidden)
         tokens = c.frames * (c.image_size // c.patch_size) ** 2
-        self.video_tower = TokenTower(c.channels * c.patch_size**2, tokens, c.width, c.layers, c.heads, c.text_hidden)
+        self.video_conv = FrameConvs(c.channels, c.conv_channels, c.width) if c.conv_channels else None
+        self.video_tower = TokenTower((c.channels + c.conv_channels) * c.patch_size**2, tokens, c.width, c.layers,
+                                      c.heads, c.text_hidden, adaptive=c.time_conditioning == "adaptive_norm",
+                                      out_dim=c.channels * c.patch_size**2)
 
     def encode(self, prompts: Sequence[str]) -> TextCond:
         return self.text_encoder(list(prompts))
@@ -180,10 +236,14 @@ class TinyVideoBackbone(nn.Module):
         states, pooled = cond
         tower, c = self.video_tower, self.config
         emb = self.embedding(t, pooled)
-        h = tower.embed(video_to_tokens(x, c.patch_size))
+        features = x if self.video_conv is None else self.video_conv.stem(x.to(emb.dtype))
+        h = tower.embed(video_to_tokens(features, c.patch_size))
         for i in range(c.layers):
             h = tower.block(i, h, emb, states)
-        return tokens_to_video(tower.out(h), c.video_shape, c.patch_size).to(x.dtype)
+        out = tokens_to_video(tower.out(h, emb), c.video_shape, c.patch_size)
+        if self.video_conv is not None:
+            out = self.video_conv.head(out, features, emb)
+        return out.to(x.dtype)
 
 
 class _TinyVideoMixin(_TinyImageMixin):
@@ -240,6 +300,27 @@ class TinyVideoFlowGenerator(_TinyVideoMixin, _PromptFlowMixin, FlowModel):
 TinyVideoOneStepGenerator.reference_class = TinyOneStepReference
 TinyVideoFlowGenerator.reference_class = TinyFlowReference
 
+PROJ_IN = "backbone.video_tower.proj_in.weight"
+
+
+def add_frame_convs(model: Generator, channels: int) -> Generator:
+    """``model`` (a tiny video or audio-video generator without convolutions) with :class:`FrameConvs` of
+    ``channels`` added, to continue training a checkpoint under them. Every weight is copied; the video tokens'
+    projection reads the pixel channels as before and the new feature channels through zero weights, and the
+    head starts at zero, so the grown model computes exactly what ``model`` does until it is trained."""
+    check(model.config.conv_channels == 0, f"the model already has conv_channels {model.config.conv_channels}")
+    check(channels >= 1, f"channels must be >= 1, got {channels}")
+    grown = type(model)(dataclasses.replace(model.config, conv_channels=channels))
+    state = dict(model.state_dict())
+    projection = torch.zeros_like(grown.state_dict()[PROJ_IN])
+    projection[:, : state[PROJ_IN].shape[1]] = state[PROJ_IN]  # token features are channel-major: pixels first
+    state[PROJ_IN] = projection
+    missing, unexpected = grown.load_state_dict(state, strict=False)
+    new = [k for k in missing if not k.startswith("backbone.video_conv.")]
+    if new or unexpected:
+        raise RuntimeError(f"growing {type(model).__name__}: unmatched weights {new + list(unexpected)}")
+    return grown.to(model.device)
+
 __all__ = ["TinyVideoConfig", "TinyVideoFlowConfig", "TinyVideoOneStepConfig", "TinyVideoBackbone", "TokenTower",
-           "TimeTextEmbedding", "TinyVideoOneStepGenerator", "TinyVideoFlowGenerator", "video_to_tokens",
-           "tokens_to_video"]
+           "TimeTextEmbedding", "FrameConvs", "TinyVideoOneStepGenerator", "TinyVideoFlowGenerator", "video_to_tokens",
+           "tokens_to_video", "add_frame_convs"]
