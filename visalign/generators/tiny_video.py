@@ -12,8 +12,7 @@ context (the other modality's tokens) joins the prompt in the cross-attention.
 """
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Literal, Sequence
 
 import torch
@@ -167,9 +166,9 @@ class TimeTextEmbedding(nn.Module):
 class TokenTower(nn.Module):
     """Tokens of one modality through diffusers ``BasicTransformerBlock`` s; the cross-attention context is the
     prompt tokens, plus (``other_width``) another tower's tokens projected into this width. Output tokens have
-    ``out_dim`` features (default: ``token_dim``). The time/prompt vector
-    is added to every token before each block, or (``adaptive``) scales and shifts every norm of the blocks and the
-    output norm (diffusers ``AdaLayerNormContinuous``)."""
+    ``out_dim`` features (default ``token_dim``). The time/prompt vector is added to every token before each block,
+    or (``adaptive``) scales and shifts every norm of the blocks and the output norm (diffusers
+    ``AdaLayerNormContinuous``)."""
 
     def __init__(self, token_dim: int, num_tokens: int, width: int, layers: int, heads: int, text_hidden: int,
                  other_width: int | None = None, adaptive: bool = False, out_dim: int | None = None) -> None:
@@ -310,7 +309,7 @@ def add_frame_convs(model: Generator, channels: int) -> Generator:
     head starts at zero, so the grown model computes exactly what ``model`` does until it is trained."""
     check(model.config.conv_channels == 0, f"the model already has conv_channels {model.config.conv_channels}")
     check(channels >= 1, f"channels must be >= 1, got {channels}")
-    grown = type(model)(dataclasses.replace(model.config, conv_channels=channels))
+    grown = type(model)(replace(model.config, conv_channels=channels))
     state = dict(model.state_dict())
     projection = torch.zeros_like(grown.state_dict()[PROJ_IN])
     projection[:, : state[PROJ_IN].shape[1]] = state[PROJ_IN]  # token features are channel-major: pixels first
