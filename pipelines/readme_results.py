@@ -946,13 +946,24 @@ AV_COMMIT_LABELS = {"continued": "1,500 more steps", "shifted": "1,500 more step
 AV_COMMIT_LEVELS = ("1", "0.9", "0.75", "0.5")
 
 
+LEVEL_HEADERS = ["joint samples", *(f"finished from {level}" for level in AV_COMMIT_LEVELS)]
+
+
+def synced_and(labels: dict[str, str]) -> dict[str, str]:
+    """Cross-modal row key -> label: the synced base, then each continued arm of ``labels``."""
+    return {"base": AV_BASES["synced"], **{a: f"+ {l}" for a, l in labels.items()}}
+
+
+def level_cells(r: ResultRow, prefix: str = "") -> list[str]:
+    """A cross-modal row's ``{prefix}joint`` and ``{prefix}from_<level>`` values (± SE), one per commit level."""
+    return [value_se(r, f"{prefix}joint"), *(value_se(r, f"{prefix}from_{level}") for level in AV_COMMIT_LEVELS)]
+
+
 def av_commit_table(t: ResultTable) -> str:
     """av_sync (± SE) of joint samples and of renders noised to each level and finished by the model."""
     lines = [["renders", minus(f"{t.row('cross_modal/renders').values['av_sync']:.3f}"), *["—"] * len(AV_COMMIT_LEVELS)]]
-    for key, label in {"base": AV_BASES["synced"], **{a: f"+ {l}" for a, l in AV_COMMIT_LABELS.items()}}.items():
-        r = t.row(f"cross_modal/{key}")
-        lines.append([label, value_se(r, "joint"), *(value_se(r, f"from_{level}") for level in AV_COMMIT_LEVELS)])
-    return table(["model", "joint samples", *(f"finished from {level}" for level in AV_COMMIT_LEVELS)], lines)
+    lines += [[label, *level_cells(t.row(f"cross_modal/{key}"))] for key, label in synced_and(AV_COMMIT_LABELS).items()]
+    return table(["model", *LEVEL_HEADERS], lines)
 
 
 # the synced base continued 1,500 flow steps with convolutions added around its video tokens
@@ -963,13 +974,10 @@ AV_CONV_LABELS = {"conv": "1,500 more steps with `conv_channels: 32`"}
 def av_conv_table(t: ResultTable) -> str:
     """av_sync and av_video_quality (± SE) of joint samples and of renders noised to each level and finished, for the
     synced base and the base grown with convolutions."""
-    lines = []
-    for key, label in {"base": AV_BASES["synced"], **{a: f"+ {l}" for a, l in AV_CONV_LABELS.items()}}.items():
-        r = t.row(f"cross_modal/{key}")
-        for measure, prefix in (("av_sync", ""), ("video quality", "video_quality/")):
-            lines.append([f"{label}: {measure}", value_se(r, f"{prefix}joint"),
-                          *(value_se(r, f"{prefix}from_{level}") for level in AV_COMMIT_LEVELS)])
-    return table(["model: measure", "joint samples", *(f"finished from {level}" for level in AV_COMMIT_LEVELS)], lines)
+    lines = [[f"{label}: {measure}", *level_cells(t.row(f"cross_modal/{key}"), prefix)]
+             for key, label in synced_and(AV_CONV_LABELS).items()
+             for measure, prefix in (("av_sync", ""), ("video quality", "video_quality/"))]
+    return table(["model: measure", *LEVEL_HEADERS], lines)
 
 
 ENTRIES: tuple[Entry, ...] = (

@@ -133,7 +133,7 @@ def test_shared_time_gives_audio_and_video_of_one_moment_the_same_position_featu
 @pytest.mark.parametrize("name", ["tiny_video_flow", "tiny_av_flow"])
 def test_adaptive_norm_conditions_every_block_on_the_time(name, tmp_path):
     """generator.time_conditioning = adaptive_norm: each block's norms (and the output norm) are scaled and shifted
-    by the time/prompt vector instead of that vector being added to the tokens; the model samples, saves and loads
+    by the time/prompt vector instead of that vector being added to the tokens; the model computes, saves and loads
     exactly, and its towers still partition the parameters."""
     gen, prompts = _with_options(name, time_conditioning="adaptive_norm")
     blocks = [m for n, m in gen.named_modules() if n.endswith(("blocks.0", "blocks.0.norm1"))]
