@@ -97,6 +97,66 @@ def test_each_further_trained_v2_base_beats_the_one_before_on_held_out_tasks(bet
     assert strict_better > strict + strict_margin, (strict_better, strict)
 
 
+def test_demo_runs_three_steps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from visalign.cli import main
+
+    monkeypatch.chdir(ROOT)  # the demo config's asset paths are relative to the repository root
+    out = tmp_path / "demo"
+    rc = main(["demo", "--out", str(out), "trainer.steps=3", "trainer.prompts_per_step=2", "trainer.eval_batch_size=16",
+               "trainer.progress=false"])
+    assert rc == 0
+    for name in ("samples/before.png", "samples/after.png", "reward_curve.png", "metrics.jsonl", "summary.json"):
+        assert (out / name).is_file(), name
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["step"] == 3 and 0.0 <= summary["eval/reward_mean"] <= 1.0
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert any("rwtd/ess" in r for r in records)
+
+
+def test_compare_pipeline_counts_one_budget_for_every_method(tmp_path: Path) -> None:
+    """``pipelines/vvr_compare.py`` runs every method for the same steps and sample budget and counts what each drew."""
+    rc = load_pipeline_script("vvr_compare").main(["--steps", "1", "--eval-n", "8", "--eval-draws", "2", "--out", str(tmp_path),
+                                        "trainer.progress=false"])
+    assert rc == 0
+    rows = {r["method"]: r for r in json.loads((tmp_path / "table.json").read_text())}
+    assert set(rows) == {"rwtd", "festdpo", "rwr", "flow_grpo"}
+    for method, row in rows.items():
+        assert row["samples_total"] == 64, (method, row)
+        assert 0 <= row["acc_before"] <= 1 and 0 <= row["acc_after"] <= 1 and row["acc_change_se"] >= 0
+        assert row["sec_per_step"] > 0
+    assert rows["rwtd"]["prompts_per_step"] == 1 and rows["rwr"]["prompts_per_step"] == 4
+    assert rows["rwtd"]["samples_policy"] == rows["rwtd"]["samples_reference"] == 32
+    assert "| rwtd |" in (tmp_path / "table.md").read_text()
+
+
+def test_compare_pipeline_budget_counts_accumulated_rollouts(tmp_path: Path) -> None:
+    """With ``trainer.grad_accum=2`` each optimizer step spends the same generator samples in two rollouts."""
+    rc = load_pipeline_script("vvr_compare").main(["--steps", "1", "--eval-n", "2", "--eval-draws", "1", "--methods", "rwr",
+                                        "--out", str(tmp_path), "trainer.progress=false", "trainer.grad_accum=2"])
+    assert rc == 0
+    row = json.loads((tmp_path / "table.json").read_text())[0]
+    assert row["prompts_per_step"] == 2 and row["samples_total"] == 64
+
+
+def test_compare_pipeline_rejects_a_budget_a_method_cannot_split(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="not a multiple of rwtd's 64 samples per prompt"):
+        load_pipeline_script("vvr_compare").main(["--steps", "1", "--samples-per-step", "48", "--methods", "rwtd",
+                                       "--eval-n", "2", "--out", str(tmp_path)])
+
+
+def test_compare_fit_mode_trains_and_scores_tasks_the_checkpoint_solves_sometimes(tmp_path: Path) -> None:
+    rc = load_pipeline_script("vvr_compare").main(["--fit-tasks", "2", "--fit-pool", "48", "--eval-draws", "16", "--steps", "1",
+                                        "--methods", "festdpo", "--out", str(tmp_path), "trainer.progress=false"])
+    assert rc == 0
+    fit = [json.loads(line) for line in (tmp_path / "fit_tasks.jsonl").read_text().splitlines()]
+    train_ids = {json.loads(line)["task_id"] for line in (ONE_STEP / "tasks_train.jsonl").read_text().splitlines()[:48]}
+    assert len(fit) == 2 and {t["task_id"] for t in fit} <= train_ids
+    trained_on = [r for r in map(json.loads, (tmp_path / "festdpo" / "metrics.jsonl").read_text().splitlines()) if "loss" in r]
+    assert len(trained_on) == 1
+    (row,) = json.loads((tmp_path / "table.json").read_text())
+    assert row["method"] == "festdpo" and row["acc_before"] > 0  # the selected tasks are solved some of the time
+
+
 @pytest.mark.parametrize("mode, method, train_bins, overrides", [
     ("heldout", "rwtd", None, ["algorithm.num_current=4", "algorithm.num_reference=4"]),
     ("same_template", "diffusion_nft", None, ["algorithm.group_size=8", "algorithm.num_steps=2"]),
