@@ -12,6 +12,8 @@ the checkpoint and contact sheets (waveform under the frames), GIFs and WAVs to 
     python pipelines/pretrain_av.py --pictures-only         # measure and draw the shipped model
     python pipelines/pretrain_av.py --init assets/av_large/tiny_av_flow --steps 1500 --lr 3e-4 --cross-frames 0 \
         --assets assets/av_synced --minutes 1000           # the synced base: continue under time-aligned cross-attention
+    python pipelines/pretrain_av.py --init assets/av_synced/tiny_av_flow --steps 1500 --lr 3e-4 --clips-per-prompt 8 \
+        --ot-coupling --assets /tmp/av_ot                    # ... continued with noise paired to clips by transport
 """
 from __future__ import annotations
 
@@ -53,7 +55,8 @@ def measure(sample_fn, prompts: list[str], seed: int = 1234,
 
 def with_config(model: TinyAudioVideoFlowGenerator, **changes) -> TinyAudioVideoFlowGenerator:
     """``model``'s weights in a model whose config differs by ``changes`` that hold no weights: the cross-attention
-    window (a mask, so a checkpoint trained with full cross-attention continues under it) or the sampling shift."""
+    window (a mask, so a checkpoint trained with full cross-attention continues under it), the shared time features
+    (a fixed sinusoidal table) or the sampling shift."""
     changed = TinyAudioVideoFlowGenerator(dataclasses.replace(model.config, **changes))
     changed.load_state_dict(model.state_dict())
     return changed
@@ -86,6 +89,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--time-shift", type=float, default=1.0,
                    help="train on noise levels mapped by SD3's shift s·t/(1+(s-1)·t) (s > 1: more steps near pure noise, "
                         "where a clip commits to its motion) and sample with the same shift (stored in the checkpoint)")
+    p.add_argument("--clips-per-prompt", type=int, default=1,
+                   help="render each drawn prompt this many times per batch (other phases and offsets; divides --batch)")
+    p.add_argument("--ot-coupling", action="store_true",
+                   help="pair the noise with each prompt's clips by minibatch optimal transport (needs "
+                        "--clips-per-prompt > 1): a noise draw then points at one motion instead of the prompt's mean")
+    p.add_argument("--fixed-motion", action="store_true",
+                   help="train on a world where the prompt fixes the motion (phase from the prompt, shape across the "
+                        "middle): no motion to pick (WorldConfig.fixed_motion)")
+    p.add_argument("--audio-jitter", type=float, default=0.0,
+                   help="tone bursts start up to this many frames off the wall contacts (uniform, either way), so the "
+                        "model starts out of sync (WorldConfig.audio_jitter, in [0, 1))")
     p.add_argument("--init", type=Path, default=None,
                    help="continue training this tiny_av_flow checkpoint (its config sets the model; a fresh warmup + "
                         "cosine schedule)")
@@ -99,9 +113,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--results", default=None, help="also write the result file (visalign.results format) here")
     args = p.parse_args(argv)
     if (args.init is not None or args.pictures_only) and (args.width is not None or args.layers is not None
-                                                          or args.shared_time or args.adaptive_norm):
-        p.error("--init and --pictures-only take the model from the checkpoint; drop --width / --layers / --shared-time"
-                " / --adaptive-norm")
+                                                          or args.adaptive_norm):
+        p.error("--init and --pictures-only take the model from the checkpoint; drop --width / --layers / --adaptive-norm")
+    if args.pictures_only and args.shared_time:
+        p.error("--pictures-only measures the checkpoint as it is: drop --shared-time")
     if args.pictures_only and args.conv_channels:
         p.error("--pictures-only measures the checkpoint as it is: drop --conv-channels")
     if args.pictures_only and args.cross_frames is not None:
@@ -112,17 +127,27 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--pictures-only trains nothing: drop --decoupled-times / --time-shift")
     if not args.time_shift > 0:
         p.error(f"--time-shift must be > 0, got {args.time_shift}")
+    if args.pictures_only and (args.clips_per_prompt != 1 or args.ot_coupling):
+        p.error("--pictures-only trains nothing: drop --clips-per-prompt / --ot-coupling")
+    if not 0.0 <= args.audio_jitter < 1.0:
+        p.error(f"--audio-jitter is in frames, in [0, 1), got {args.audio_jitter}")
+    if args.clips_per_prompt < 1 or args.batch % args.clips_per_prompt:
+        p.error(f"--clips-per-prompt must divide --batch ({args.batch}), got {args.clips_per_prompt}")
+    if args.ot_coupling and args.clips_per_prompt == 1:
+        p.error("--ot-coupling pairs noise with several clips of one prompt: set --clips-per-prompt > 1")
     if args.init is not None and args.pictures_only:
         p.error("--pictures-only trains nothing: drop --init")
     began, errors = time.perf_counter(), {}
     torch.set_num_threads(args.threads)
-    world = WorldConfig(size=MODEL["image_size"], frames=MODEL["frames"], fps=MODEL["fps"], sample_rate=MODEL["sample_rate"])
+    world = WorldConfig(size=MODEL["image_size"], frames=MODEL["frames"], fps=MODEL["fps"], sample_rate=MODEL["sample_rate"],
+                        fixed_motion=args.fixed_motion, audio_jitter=args.audio_jitter)
     prompts = all_prompts(audio=True)
     metrics: dict[str, object] = {}
     trained = (load_generator(args.assets / "tiny_av_flow") if args.pictures_only else
                load_generator(args.init) if args.init is not None else None)
     if args.init is not None:
         trained = with_config(trained, **({"cross_frames": args.cross_frames} if args.cross_frames is not None else {}),
+                              **({"shared_time": True} if args.shared_time else {}),
                               **({"shift": args.time_shift} if args.time_shift != 1.0 else {}))
         if args.conv_channels:
             trained = add_frame_convs(trained, args.conv_channels)
@@ -146,11 +171,16 @@ def main(argv: list[str] | None = None) -> int:
         start = time.perf_counter()
         loss = partial(model.decoupled_flow_matching_loss, fraction=args.decoupled_times,  # 0: the plain loss
                        time_shift=args.time_shift)
-        losses = fit(model, flow_loss(model, world, args.batch, audio=True, loss=loss), args.steps, args.lr,
-                     args.minutes, args.seed, "audio-video flow matching")
+        losses = fit(model, flow_loss(model, world, args.batch, audio=True, loss=loss,
+                                      clips_per_prompt=args.clips_per_prompt, ot_coupling=args.ot_coupling),
+                     args.steps, args.lr, args.minutes, args.seed, "audio-video flow matching")
         metrics["flow_matching"] = {**training_record(losses, time.perf_counter() - start), **size,
                                     **({"decoupled_times": args.decoupled_times} if args.decoupled_times > 0 else {}),
                                     **({"time_shift": args.time_shift} if args.time_shift != 1.0 else {}),
+                                    **({"clips_per_prompt": args.clips_per_prompt} if args.clips_per_prompt != 1 else {}),
+                                    **({"ot_coupling": True} if args.ot_coupling else {}),
+                                    **({"fixed_motion": True} if args.fixed_motion else {}),
+                                    **({"audio_jitter": args.audio_jitter} if args.audio_jitter else {}),
                                     **({"init": str(args.init)} if args.init is not None else {})}
         model.save_pretrained(args.assets / "tiny_av_flow")
     metrics["flow_matching"]["params"] = sum(p.numel() for p in model.parameters())

@@ -764,8 +764,8 @@ def av_large_table(t: ResultTable) -> str:
     return av_change_table(t, {f"seed={s}/pair={p}/": f", seed {s}" for s in AV_SEEDS for p in (1, 2)})
 
 
-def av_synced_table(t: ResultTable) -> str:
-    """The four methods on the synced base (AV-GRPO and joint GRPO on seeds 0-2, the other two on seed 0)."""
+def av_seeds_table(t: ResultTable) -> str:
+    """The four methods on one base (AV-GRPO and joint GRPO on seeds 0-2, the other two on seed 0: AV_SYNCED_RUNS)."""
     return av_change_table(t, {f"seed={s}/pair={p}/": f", seed {s}" for s, p in sorted(AV_SYNCED_RUNS)})
 
 
@@ -971,13 +971,56 @@ AV_CONV_ARMS = {"conv": ("--conv-channels", "32")}
 AV_CONV_LABELS = {"conv": "1,500 more steps with `conv_channels: 32`"}
 
 
-def av_conv_table(t: ResultTable) -> str:
+def av_sync_and_quality_levels(labels: dict[str, str]) -> Renderer:
     """av_sync and av_video_quality (± SE) of joint samples and of renders noised to each level and finished, for the
-    synced base and the base grown with convolutions."""
-    lines = [[f"{label}: {measure}", *level_cells(t.row(f"cross_modal/{key}"), prefix)]
-             for key, label in synced_and(AV_CONV_LABELS).items()
-             for measure, prefix in (("av_sync", ""), ("video quality", "video_quality/"))]
-    return table(["model: measure", *LEVEL_HEADERS], lines)
+    synced base and each continued arm of ``labels``."""
+    def render(t: ResultTable) -> str:
+        lines = [[f"{label}: {measure}", *level_cells(t.row(f"cross_modal/{key}"), prefix)]
+                 for key, label in synced_and(labels).items()
+                 for measure, prefix in (("av_sync", ""), ("video quality", "video_quality/"))]
+        return table(["model: measure", *LEVEL_HEADERS], lines)
+
+    return render
+
+
+# the synced base continued 1,500 flow steps on batches of 4 prompts x 8 clips, the noise paired with each prompt's
+# clips independently or by minibatch optimal transport
+AV_OT_ARMS = {"grouped": ("--clips-per-prompt", "8"), "coupled": ("--clips-per-prompt", "8", "--ot-coupling")}
+AV_OT_LABELS = {"grouped": "1,500 more steps, 8 clips per prompt", "coupled": "the same, noise paired by OT"}
+
+
+# the synced base continued on a world where the prompt fixes the motion and the bursts are up to half a frame off,
+# as it is and with the shared sinusoidal time features switched on (strong frame features)
+AV_FIXED_ARMS = {"fixed": (), "fixed_timed": ("--shared-time",)}
+AV_FIXED_LABELS = {"fixed": "1,500 steps on the fixed-motion world", "fixed_timed": "the same with `shared_time`"}
+
+
+def _fixed_motion_runs() -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The synced base continued 1,500 flow steps at lr 3e-4 on the fixed-motion world (bursts up to half a frame
+    off) under each of AV_FIXED_ARMS, the AV verifiers of each, and the position probe of the synced base and each."""
+    trained = {arm: f"{{folder}}/run_{i}/assets/tiny_av_flow" for i, arm in enumerate(AV_FIXED_ARMS)}
+    train = tuple((f"{arm}/measured", (*PRETRAIN_AV, "--init", AV_SYNCED, "--steps", "1500", "--lr", "3e-4",
+                                       "--fixed-motion", "--audio-jitter", "0.5", *options, "--assets", "{out}/assets",
+                                       *PRETRAIN_OUT))
+                  for arm, options in AV_FIXED_ARMS.items())
+    probe = ("probe", (PY, "pipelines/av_position_probe.py", "--checkpoints", f"base={AV_SYNCED}",
+                       *(f"{arm}={path}" for arm, path in trained.items()), "--results", "{results}"))
+    return (*train, *((f"{arm}/verifiers", _base_verifiers(path)) for arm, path in trained.items()), probe)
+
+
+PROBE_LEVELS = ("1", "0.9", "0.75", "0.5")
+
+
+def av_position_probe_table(t: ResultTable) -> str:
+    """Per model: correlation and travel ratio of the clean-video estimate's track at each level, and the spread of
+    its video position table across frames and across patches."""
+    lines = []
+    for key, label in synced_and(AV_FIXED_LABELS).items():
+        r = t.row(f"probe/{key}")
+        lines.append([label, *(f"{value_se(r, f'correlation/{s}')} / {r.values[f'travel/{s}']:.2f}" for s in PROBE_LEVELS),
+                      f"{r.values['pos_std_across_frames']:.4f} / {r.values['pos_std_across_patches']:.4f}"])
+    return table(["model", *(f"from {s}: correlation / travel" for s in PROBE_LEVELS),
+                  "position table spread: across frames / patches"], lines)
 
 
 ENTRIES: tuple[Entry, ...] = (
@@ -1169,7 +1212,7 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("av_compare_tiny_av_synced",
           tuple((f"seed={s}/pair={p}", (*AV_SYNCED_COMPARE, "--methods", *AV_PAIRS[p], "--seed", s))
                 for s, p in AV_SYNCED_RUNS),
-          fast=False, blocks={"av_compare_tiny_av_synced": av_synced_table,
+          fast=False, blocks={"av_compare_tiny_av_synced": av_seeds_table,
                               "av_compare_tiny_av_synced/budget": av_large_budget},
           pictures={"run_0/before_after.png": "assets/readme/av_grpo_tiny_av_synced.png"},
           note="AV-GRPO and its baselines on the synced tiny AV base, 120 steps at lr 3e-5: AV-GRPO and joint GRPO on "
@@ -1182,10 +1225,24 @@ ENTRIES: tuple[Entry, ...] = (
           note="the larger tiny AV base continued 1,500 flow steps under decoupled noise levels, time-aligned "
                "cross-attention, or both; cross-modal av_sync and the AV verifiers of each"),
     Entry("av_conv_pilot", _continued_runs(AV_SYNCED, AV_CONV_ARMS, AV_COMMIT_LEVELS, ("--video-quality",)),
-          fast=False, blocks={"av_conv_pilot": av_conv_table, "av_conv_pilot/bases": av_continued_bases(AV_CONV_LABELS)},
+          fast=False, blocks={"av_conv_pilot": av_sync_and_quality_levels(AV_CONV_LABELS),
+                              "av_conv_pilot/bases": av_continued_bases(AV_CONV_LABELS)},
           pictures={"run_0/flow.png": "assets/readme/av_conv_samples.png"},
           note="the synced tiny AV base continued 1,500 flow steps with per-frame convolutions around its video tokens; "
                "av_sync and video quality of joint samples and of renders finished from each noise level"),
+    Entry("av_ot_pilot", _continued_runs(AV_SYNCED, AV_OT_ARMS, AV_COMMIT_LEVELS, ("--video-quality",)),
+          fast=False, blocks={"av_ot_pilot": av_sync_and_quality_levels(AV_OT_LABELS),
+                              "av_ot_pilot/bases": av_continued_bases(AV_OT_LABELS)},
+          pictures={"run_1/flow.png": "assets/readme/av_ot_samples.png"},
+          note="the synced tiny AV base continued 1,500 flow steps on 4 prompts x 8 clips per batch, with the noise "
+               "paired independently or by minibatch optimal transport within each prompt's clips; av_sync and video "
+               "quality of joint samples and of renders finished from each noise level; the AV verifiers"),
+    Entry("av_fixed_motion_pilot", _fixed_motion_runs(), fast=False,
+          blocks={"av_fixed_motion_pilot": av_continued_bases(AV_FIXED_LABELS),
+                  "av_fixed_motion_pilot/probe": av_position_probe_table},
+          pictures={"run_0/flow.png": "assets/readme/av_fixed_samples.png"},
+          note="the synced tiny AV base continued 1,500 flow steps on the fixed-motion world (bursts up to half a frame "
+               "off), as it is and with shared time features; the AV verifiers of each, and the position probe"),
     Entry("av_commit_pilot", _continued_runs(AV_SYNCED, AV_COMMIT_ARMS, AV_COMMIT_LEVELS), fast=False,
           blocks={"av_commit_pilot": av_commit_table, "av_commit_pilot/bases": av_continued_bases(AV_COMMIT_LABELS)},
           note="the synced tiny AV base continued 1,500 flow steps as trained and at time shift 3; av_sync of joint "

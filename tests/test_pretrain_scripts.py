@@ -48,7 +48,7 @@ def test_width_and_layers_set_the_model_and_init_continues_it(tmp_path):
     assert {k: flow_row["info"][k] for k in ("width", "layers", "steps")} == {"width": 32, "layers": 1, "steps": 1}
 
 
-@pytest.mark.parametrize("option", [["--width", "32"], ["--shared-time"], ["--adaptive-norm"]])
+@pytest.mark.parametrize("option", [["--width", "32"], ["--adaptive-norm"]])
 def test_init_refuses_a_model_option(tmp_path, capsys, option):
     with pytest.raises(SystemExit):
         pretrain_av.main(["--init", str(tmp_path), *option])
@@ -99,6 +99,18 @@ def test_init_can_continue_a_checkpoint_under_a_cross_attention_window(tmp_path)
     assert all(torch.allclose(before[k], after[k], atol=1e-4) for k in before)  # one warmup step from the same weights
 
 
+def test_init_can_switch_on_the_shared_time_features(tmp_path, capsys):
+    """--shared-time with --init: the features are a fixed table, so the checkpoint's weights continue under them."""
+    _run(tmp_path, "plain", "--width", "32", "--layers", "1")
+    metrics = _run(tmp_path, "timed", "--init", str(tmp_path / "plain" / "tiny_av_flow"), "--steps", "1", "--shared-time")
+    assert metrics["flow_matching"]["shared_time"] is True
+    config = json.loads((tmp_path / "timed" / "tiny_av_flow" / "generator.json").read_text())["config"]
+    assert (config["shared_time"], config["width"]) == (True, 32)
+    with pytest.raises(SystemExit):
+        pretrain_av.main(["--pictures-only", "--shared-time", "--assets", str(tmp_path / "timed")])
+    assert "measures the checkpoint as it is" in capsys.readouterr().err
+
+
 def test_time_shift_trains_and_samples_with_the_shift_and_is_recorded(tmp_path, capsys):
     """--time-shift s: recorded, stored as the checkpoint's sampling shift, also when continuing a checkpoint."""
     metrics = _run(tmp_path, "shifted", "--width", "32", "--layers", "1", "--time-shift", "3")
@@ -137,3 +149,26 @@ def test_new_models_take_the_architecture_options_and_init_adds_convolutions(tmp
     with pytest.raises(SystemExit):
         pretrain_av.main(["--pictures-only", "--conv-channels", "4", "--assets", str(tmp_path / "plain")])
     assert "measures the checkpoint as it is" in capsys.readouterr().err
+
+
+def test_ot_coupling_over_several_clips_per_prompt_is_recorded_and_bad_groupings_refused(tmp_path, capsys):
+    metrics = _run(tmp_path, "coupled", "--width", "32", "--layers", "1", "--batch", "8", "--clips-per-prompt", "4",
+                   "--ot-coupling")
+    assert (metrics["flow_matching"]["clips_per_prompt"], metrics["flow_matching"]["ot_coupling"]) == (4, True)
+    plain = _run(tmp_path, "plain", "--width", "32", "--layers", "1")["flow_matching"]
+    assert "clips_per_prompt" not in plain and "ot_coupling" not in plain
+    for bad, message in ((["--clips-per-prompt", "5"], "must divide --batch (32)"),
+                         (["--ot-coupling"], "set --clips-per-prompt > 1"),
+                         (["--pictures-only", "--clips-per-prompt", "4"], "trains nothing")):
+        with pytest.raises(SystemExit):
+            pretrain_av.main(["--assets", str(tmp_path / "x"), *bad])
+        assert message in capsys.readouterr().err
+
+
+def test_the_fixed_motion_world_options_are_recorded_and_bad_jitter_refused(tmp_path, capsys):
+    metrics = _run(tmp_path, "fixed", "--width", "32", "--layers", "1", "--fixed-motion", "--audio-jitter", "0.5")
+    assert (metrics["flow_matching"]["fixed_motion"], metrics["flow_matching"]["audio_jitter"]) == (True, 0.5)
+    assert metrics["renders"]["av_sync"] < _run(tmp_path, "plain", "--width", "32", "--layers", "1")["renders"]["av_sync"]
+    with pytest.raises(SystemExit):
+        pretrain_av.main(["--assets", str(tmp_path / "x"), "--audio-jitter", "1"])
+    assert "--audio-jitter is in frames" in capsys.readouterr().err

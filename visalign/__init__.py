@@ -16,7 +16,7 @@ _EXPORTS = {
         "TrainContext", "UpdatePlan", "PromptBatch", "Rollout", "PromptSource", "PromptList", "modality_of",
         "Unconditional", "FunctionReward", "WeightedReward", "ConfigError", "register_reward", "register_algorithm",
         "register_generator", "register_prompt_source", "get_reward", "build_reward", "build_generator", "TokenFeatures", "BlockFeatures",
-        "build_algorithm", "build_prompt_source", "load_generator",
+        "build_algorithm", "build_prompt_source", "load_generator", "ot_coupled_noise",
     )},
     **{name: "visalign.generators" for name in (
         "ToyOneStepGenerator", "ToyFlowGenerator", "TinyOneStepGenerator", "TinyFlowGenerator",

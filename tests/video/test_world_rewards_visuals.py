@@ -12,7 +12,8 @@ from visalign.core.config import ConfigError
 from visalign.core.reward import get_reward
 from visalign.features import build_features
 from visalign.rewards.video import AudioVideoSyncReward, ObjectColorReward, audio_envelope, best_lag
-from visalign.toys.moving_shapes import all_prompts, event_frames, parse_prompt, render_audio, render_batch, render_video, WorldConfig
+from visalign.toys.moving_shapes import (WorldConfig, all_prompts, event_frames, parse_prompt, prompt_phase, render_audio,
+                                         render_batch, render_video)
 from visalign.trainer.visuals import save_samples
 
 from .conftest import AV_PROMPTS, VIDEO_PROMPTS
@@ -51,6 +52,26 @@ def test_event_frames_follow_the_phase():
     assert event_frames(0, 8) == [0, 4] and event_frames(1, 8) == [3, 7]
     with pytest.raises(ConfigError, match="sample_rate 256 must exceed twice the highest pitch"):
         WorldConfig(sample_rate=256)
+
+
+def test_a_fixed_motion_world_draws_each_prompt_one_way_and_jitters_only_the_bursts():
+    world = WorldConfig(fixed_motion=True, audio_jitter=0.5)
+    prompts = all_prompts(audio=True)
+    first, second = (render_batch(prompts, world, torch.Generator().manual_seed(s), audio=True) for s in (0, 1))
+    assert torch.equal(first["video"], second["video"])  # the prompt fixes the motion
+    assert {prompt_phase(parse_prompt(p), world.frames) for p in prompts} == {0, 1, 2, 3}
+    assert not torch.equal(first["audio"], second["audio"])
+    desync = get_reward("av_desync")
+    lags = -desync(first, prompts, [{}] * len(prompts))
+    assert 0 < lags.mean() and lags.max() <= 0.5  # quarter-frame resolution: off by 0.25 or 0.5 frames at most
+    assert desync(render_batch(prompts, WorldConfig(fixed_motion=True), torch.Generator().manual_seed(0), audio=True),
+                  prompts, [{}] * len(prompts)).eq(0).all()
+    spec = parse_prompt(prompts[0])
+    shifted = render_audio(spec, world, phase=0, shift=0.5)[0]
+    onset = int(0.5 / world.fps * world.sample_rate)
+    assert shifted[:onset - 1].abs().max() < 1e-6 < shifted[onset:onset + 8].abs().max()
+    with pytest.raises(ConfigError, match="audio_jitter is in frames"):
+        WorldConfig(audio_jitter=1.0)
 
 
 def test_object_color_prefers_the_prompted_colour(small_world):

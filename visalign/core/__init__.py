@@ -13,6 +13,7 @@ _EXPORTS = {
                                    "describe_config")},
     **{name: "flow" for name in ("FlowModel", "SDETrajectory", "flow_sigmas", "noise_latents", "shift_times",
                                  "sample_from_level")},
+    "ot_coupled_noise": "coupling",
     "TokenFeatures": "latent",
     "BlockFeatures": "features",
     **{name: "generator" for name in ("GENERATORS", "Generator", "build_generator", "load_generator", "register_generator")},

@@ -215,16 +215,27 @@ class FlowModel(Generator):
         return gaussian_log_prob(trajectory.latents[:, step + 1], mean, std)
 
     def flow_matching_loss(self, x0: torch.Tensor, cond: Any = None, generator: torch.Generator | None = None,
-                           weights: torch.Tensor | None = None, time_shift: float = 1.0) -> torch.Tensor:
+                           weights: torch.Tensor | None = None, time_shift: float = 1.0,
+                           noise: torch.Tensor | None = None) -> torch.Tensor:
         """Conditional flow-matching regression ``‖v(x_t, t) - (ε - x_0)‖²`` on clean latents ``x0`` (pretraining,
         SFT, reward-weighted regression with per-item ``weights``); ``t`` uniform, mapped by :func:`shift_times`
-        when ``time_shift`` ≠ 1 (more training where samples commit)."""
-        eps = torch.randn(x0.shape, generator=generator).to(x0.device, x0.dtype)
+        when ``time_shift`` ≠ 1 (more training where samples commit). ``noise``: the ε paired with each item (e.g.
+        by :func:`~visalign.core.coupling.ot_coupled_noise`); drawn independently when not given."""
+        eps = flow_noise(x0, noise, generator)
         t = shift_times(torch.rand((x0.shape[0],), generator=generator), time_shift).to(x0.device, x0.dtype)
         error = (self.velocity(noise_latents(x0, t, eps), t, cond) - (eps - x0)).float() ** 2
         if weights is None:
             return error.mean()
         return (weights * error.flatten(1).mean(1)).sum() / weights.sum()
+
+
+def flow_noise(x0: torch.Tensor, noise: torch.Tensor | None, generator: torch.Generator | None) -> torch.Tensor:
+    """The ε of a flow-matching loss: ``noise`` (checked against the latents' shape) or a fresh Gaussian draw."""
+    if noise is None:
+        return torch.randn(x0.shape, generator=generator).to(x0.device, x0.dtype)
+    if noise.shape != x0.shape:
+        raise ValueError(f"noise must have the latents' shape {tuple(x0.shape)}, got {tuple(noise.shape)}")
+    return noise.to(x0.device, x0.dtype)
 
 
 @torch.no_grad()
@@ -242,5 +253,5 @@ def sample_from_level(model: FlowModel, x0: torch.Tensor, level: float, noise: t
     return x
 
 
-__all__ = ["FlowModel", "SDETrajectory", "flow_sigmas", "shift_times", "sde_step_stats", "gaussian_log_prob", "broadcast_to",
+__all__ = ["FlowModel", "SDETrajectory", "flow_sigmas", "flow_noise", "shift_times", "sde_step_stats", "gaussian_log_prob", "broadcast_to",
            "noise_latents", "sample_from_level"]

@@ -21,7 +21,7 @@ from torch import nn
 
 from ..core.audio_video import AudioVideoFlowModel
 from ..core.config import ConfigError, check, option
-from ..core.flow import noise_latents, shift_times
+from ..core.flow import flow_noise, noise_latents, shift_times
 from ..core.generator import register_generator
 from .text_encoder import TinyTextEncoder
 from .tiny import _PromptFlowMixin
@@ -180,15 +180,16 @@ class TinyAudioVideoFlowGenerator(_TinyVideoMixin, _PromptFlowMixin, AudioVideoF
         return self.backbone(x, times["video"], self._cond(cond, x.shape[0]), audio_t=times["audio"])
 
     def decoupled_flow_matching_loss(self, x0: torch.Tensor, cond: Any = None, generator: torch.Generator | None = None,
-                                     fraction: float = 0.5, time_shift: float = 1.0) -> torch.Tensor:
+                                     fraction: float = 0.5, time_shift: float = 1.0,
+                                     noise: torch.Tensor | None = None) -> torch.Tensor:
         """Flow matching where a ``fraction`` of the items draw the audio's noise level independently of the video's
         (UniDiffuser-style): an item with clean video and noisy audio (or the reverse) is only denoised well by
         reading the other tower, which is what ties the sound's timing to the motion. ``fraction = 0`` is
-        :meth:`flow_matching_loss` (same draws); ``time_shift`` maps both levels as there."""
+        :meth:`flow_matching_loss` (same draws); ``time_shift`` and ``noise`` as there."""
         check(0.0 <= fraction <= 1.0, f"fraction of decoupled noise levels must be in [0, 1], got {fraction}")
         if fraction == 0.0:
-            return self.flow_matching_loss(x0, cond, generator, time_shift=time_shift)
-        eps = torch.randn(x0.shape, generator=generator).to(x0.device, x0.dtype)
+            return self.flow_matching_loss(x0, cond, generator, time_shift=time_shift, noise=noise)
+        eps = flow_noise(x0, noise, generator)
         t = shift_times(torch.rand((x0.shape[0],), generator=generator), time_shift).to(x0.device, x0.dtype)
         own = shift_times(torch.rand((x0.shape[0],), generator=generator), time_shift).to(x0.device, x0.dtype)
         decoupled = torch.rand((x0.shape[0],), generator=generator).to(x0.device) < fraction

@@ -47,15 +47,23 @@ class ClipSpec:
 @dataclass(frozen=True)
 class WorldConfig:
     """Clip geometry: ``frames`` frames of ``size``×``size`` px at ``fps``; audio at ``sample_rate`` for the same
-    duration (``frames / fps`` seconds)."""
+    duration (``frames / fps`` seconds).
+
+    ``fixed_motion``: the prompt fixes the motion (the phase follows from its colour, shape and motion words, the
+    shape crosses the middle), so a model need not pick one of several motions. ``audio_jitter``: every clip's tone
+    bursts start up to this many frames (uniform, either way) off the wall contacts, so a model trained on such clips
+    starts out of sync, as the AV toy's does."""
 
     size: int = 16
     frames: int = 8
     fps: float = 8.0
     sample_rate: int = 2048
     radius: float = 3.0
+    fixed_motion: bool = False
+    audio_jitter: float = 0.0
 
     def __post_init__(self) -> None:
+        check(0.0 <= self.audio_jitter < 1.0, f"audio_jitter is in frames, in [0, 1), got {self.audio_jitter}")
         check(self.size >= 4 and self.frames >= 2 and self.frames % 2 == 0,
               f"size must be >= 4 and frames an even number >= 2, got size {self.size}, frames {self.frames}")
         check(self.fps > 0 and 0 < self.radius < self.size / 2, f"fps must be > 0 and radius in (0, size/2), got {self.fps}, {self.radius}")
@@ -122,15 +130,22 @@ def render_video(spec: ClipSpec, world: WorldConfig, phase: int, offset: float) 
     return mask.unsqueeze(0) * colour * 2 - 1
 
 
-def render_audio(spec: ClipSpec, world: WorldConfig, phase: int) -> torch.Tensor:
-    """``1×L`` in [-1, 1]: a tone burst (pitch from the prompt, 30 ms decay) starting at every event frame."""
+def prompt_phase(spec: ClipSpec, frames: int) -> int:
+    """The phase a :attr:`WorldConfig.fixed_motion` world gives a prompt: every phase towards the far wall occurs
+    among the prompts, and a prompt's two pitches share it."""
+    return (SHAPE_COLOURS.index(spec.colour) + SHAPES.index(spec.shape) + list(MOTIONS).index(spec.motion)) % (frames // 2)
+
+
+def render_audio(spec: ClipSpec, world: WorldConfig, phase: int, shift: float = 0.0) -> torch.Tensor:
+    """``1×L`` in [-1, 1]: a tone burst (pitch from the prompt, 30 ms decay) starting at every event frame, ``shift``
+    frames later (earlier when negative)."""
     if spec.pitch is None:
         raise ValueError(f"prompt {spec.prompt!r} names no pitch; audio needs '... with a low/high beep'")
     n = world.audio_length
     t = torch.arange(n, dtype=torch.float32) / world.sample_rate
     audio = torch.zeros(n)
     for k in event_frames(phase, world.frames):
-        onset = k / world.fps
+        onset = (k + shift) / world.fps
         dt = (t - onset).clamp_min(0)
         audio += (t >= onset).float() * torch.exp(-dt / 0.03) * torch.sin(2 * math.pi * PITCHES[spec.pitch] * dt)
     return (0.8 * audio).clamp(-1, 1).unsqueeze(0)
@@ -138,17 +153,21 @@ def render_audio(spec: ClipSpec, world: WorldConfig, phase: int) -> torch.Tensor
 
 def render_batch(prompts: Sequence[str], world: WorldConfig, generator: torch.Generator,
                  audio: bool = False) -> torch.Tensor | dict:
-    """Clips for ``prompts`` with random phase (initial direction kept) and cross-axis offset: video
-    ``B×3×T×S×S``, or with ``audio`` the audio-video dict."""
+    """Clips for ``prompts`` with random phase (initial direction kept) and cross-axis offset, or the prompt's own
+    (``world.fixed_motion``), and bursts jittered by ``world.audio_jitter``: video ``B×3×T×S×S``, or with ``audio``
+    the audio-video dict."""
     videos, tracks = [], []
     half = world.frames // 2
     for prompt in prompts:
         spec = parse_prompt(prompt)
         phase = int(torch.randint(half, (1,), generator=generator))  # phases 0..T/2-1 move towards the far wall
         offset = float(torch.rand((), generator=generator)) * 0.6 + 0.2
+        if world.fixed_motion:
+            phase, offset = prompt_phase(spec, world.frames), 0.5
         videos.append(render_video(spec, world, phase, offset))
         if audio:
-            tracks.append(render_audio(spec, world, phase))
+            shift = (float(torch.rand((), generator=generator)) * 2 - 1) * world.audio_jitter if world.audio_jitter else 0.0
+            tracks.append(render_audio(spec, world, phase, shift))
     video = torch.stack(videos)
     if not audio:
         return video
@@ -171,5 +190,5 @@ class MovingShapesPrompts(PromptSource):
         return PromptBatch([self.prompts[i % len(self.prompts)] for i in range(n)])
 
 
-__all__ = ["ClipSpec", "WorldConfig", "parse_prompt", "all_prompts", "event_frames", "track", "render_video",
+__all__ = ["ClipSpec", "WorldConfig", "parse_prompt", "all_prompts", "event_frames", "track", "prompt_phase", "render_video",
            "render_audio", "render_batch", "MovingShapesPrompts", "SHAPE_COLOURS", "SHAPES", "MOTIONS", "PITCHES"]

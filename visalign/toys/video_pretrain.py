@@ -17,6 +17,7 @@ import torch
 from tqdm import tqdm
 
 from ..core.audio_video import AudioVideoFlowModel
+from ..core.coupling import ot_coupled_noise
 from ..core.flow import FlowModel, noise_latents
 from ..core.generator import Generator
 from ..results import Tolerance
@@ -86,18 +87,28 @@ def world_latents(model: FlowModel, prompts: list[str], world: WorldConfig, gene
 
 
 def flow_loss(model: FlowModel, world: WorldConfig, batch: int, audio: bool = False,
-              loss: Callable[..., torch.Tensor] | None = None) -> LossFn:
-    """Flow-matching loss on ``batch`` fresh (prompt, clip) pairs drawn uniformly from the world's prompts; ``loss``
-    replaces ``model.flow_matching_loss`` (same arguments), e.g. an audio-video model's loss with per-modality noise
-    levels."""
+              loss: Callable[..., torch.Tensor] | None = None, clips_per_prompt: int = 1,
+              ot_coupling: bool = False) -> LossFn:
+    """Flow-matching loss on ``batch`` fresh clips: ``batch / clips_per_prompt`` prompts drawn uniformly from the
+    world's, each rendered ``clips_per_prompt`` times (other phases and offsets). With ``ot_coupling`` the noise is
+    paired with the clips of each prompt by minibatch optimal transport (:func:`ot_coupled_noise`), otherwise drawn
+    independently. ``loss`` replaces ``model.flow_matching_loss`` (same arguments, ``noise`` included), e.g. an
+    audio-video model's loss with per-modality noise levels."""
+    if clips_per_prompt < 1 or batch % clips_per_prompt:
+        raise ValueError(f"clips_per_prompt must divide the batch ({batch}), got {clips_per_prompt}")
+    if ot_coupling and clips_per_prompt == 1:
+        raise ValueError("ot_coupling pairs noise with several clips of one prompt: set clips_per_prompt > 1")
     prompts = all_prompts(audio)
     loss = model.flow_matching_loss if loss is None else loss
 
     def loss_fn(g: torch.Generator) -> torch.Tensor:
-        idx = torch.randint(len(prompts), (batch,), generator=g).tolist()
-        ps = [prompts[i] for i in idx]
+        idx = torch.randint(len(prompts), (batch // clips_per_prompt,), generator=g).repeat_interleave(clips_per_prompt)
+        ps = [prompts[i] for i in idx.tolist()]
         x0 = world_latents(model, ps, world, g, audio).to(model.device)
-        return loss(x0, model.encode(ps), generator=g)
+        if not ot_coupling:
+            return loss(x0, model.encode(ps), generator=g)
+        noise = ot_coupled_noise(x0, torch.randn(x0.shape, generator=g).to(x0.device, x0.dtype), ps)
+        return loss(x0, model.encode(ps), generator=g, noise=noise)
 
     return loss_fn
 
