@@ -1,8 +1,8 @@
 """Does a tiny AV model know where the shape belongs in each frame before the noise tells it?
 
 On the fixed-motion world (:attr:`WorldConfig.fixed_motion`: the prompt alone fixes every frame's position), each
-render is noised to level s with ``--draws`` noise draws, and the model's clean-video estimate ``x_s − s·v`` is averaged
-over the draws. Its salience-weighted track along the prompt's motion axis is compared with the render's: the
+render is noised to level s with ``--draws`` noise draws, and the model's clean-video estimate ``x_s − s·v`` is
+averaged over the draws. Its salience-weighted track along the prompt's motion axis is compared with the render's: the
 Pearson correlation over the frames and the travel ratio (the estimate's track spread over the render's). A model that
 places the shape from the prompt and the frame scores 1 and 1 at every level; one that only follows the noisy input
 scores about 0 near s = 1 and rises as s falls. Also prints how much the video tower's learned position table varies
@@ -93,7 +93,8 @@ def main(argv: list[str] | None = None) -> int:
             track = motion_tracks(estimate, prompts)
             scores[f"correlation/{level:g}"] = correlation(track, target)
             scores[f"travel/{level:g}"] = track.std(1) / spread
-        rows.append(ResultRow(name, {**{k: round(v.mean().item(), 4) for k, v in scores.items()}, **position_table_spread(model)},
+        means = {k: round(v.mean().item(), 4) for k, v in scores.items()}
+        rows.append(ResultRow(name, {**means, **position_table_spread(model)},
                               se={k: round(float(v.std() / len(v) ** 0.5), 4) for k, v in scores.items()}))
         print(name, rows[-1].values)
     if args.results:
@@ -101,8 +102,8 @@ def main(argv: list[str] | None = None) -> int:
                       sys.argv[1:] if argv is None else argv, rows,
                       tolerance=Tolerance(note="saved checkpoints, fixed renders and noise: compared exactly"),
                       platform_tolerance=Tolerance(se_multiple=2.0),
-                      note=f"fixed-motion world, {len(prompts)} prompts x {args.draws} noise draws per level: correlation "
-                           "and travel ratio of the clean-video estimate's track with the render's; the video position "
+                      note=f"fixed-motion world, {len(prompts)} prompts x {args.draws} noise draws per level: "
+                           "correlation and travel ratio of the clean-video estimate's track with the render's; the video position "
                            "table's spread across frames and across patches",
                       runtime_s=time.perf_counter() - began)
     return 0

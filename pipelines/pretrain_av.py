@@ -76,6 +76,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--adaptive-norm", action="store_true",
                    help="each block reads the time/prompt vector through adaptive LayerNorm instead of adding it to "
                         "every token (generator.time_conditioning: adaptive_norm)")
+    p.add_argument("--sample-prediction", action="store_true",
+                   help="the network outputs the clean sample x0 instead of the velocity (JiT-style x-prediction; "
+                        "generator.prediction: sample); the loss stays the velocity loss")
     p.add_argument("--conv-channels", type=int, default=0,
                    help="per-frame 3x3 convolutions with this many channels around the video tokens "
                         "(generator.conv_channels; 0: none); with --init they are added to the checkpoint, which "
@@ -113,8 +116,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--results", default=None, help="also write the result file (visalign.results format) here")
     args = p.parse_args(argv)
     if (args.init is not None or args.pictures_only) and (args.width is not None or args.layers is not None
-                                                          or args.adaptive_norm):
-        p.error("--init and --pictures-only take the model from the checkpoint; drop --width / --layers / --adaptive-norm")
+                                                          or args.adaptive_norm or args.sample_prediction):
+        p.error("--init and --pictures-only take the model from the checkpoint; drop --width / --layers / "
+                "--adaptive-norm / --sample-prediction")
     if args.pictures_only and args.shared_time:
         p.error("--pictures-only measures the checkpoint as it is: drop --shared-time")
     if args.pictures_only and args.conv_channels:
@@ -157,6 +161,8 @@ def main(argv: list[str] | None = None) -> int:
             {"width": args.width or MODEL["width"], "layers": args.layers or MODEL["layers"], "shared_time": args.shared_time,
              "cross_frames": args.cross_frames, "time_conditioning": "adaptive_norm" if args.adaptive_norm else "add",
              "conv_channels": args.conv_channels})
+    if (trained.config.prediction if trained is not None else "sample" if args.sample_prediction else "velocity") == "sample":
+        size["prediction"] = "sample"  # recorded only when not the default, so earlier records keep their keys
     torch.manual_seed(args.seed)  # after loading, which draws the initial weights it then replaces
     model = TinyAudioVideoFlowGenerator(TinyAudioVideoConfig(**{**MODEL, **size}, num_steps=args.num_steps,
                                                              shift=args.time_shift))

@@ -1011,16 +1011,38 @@ def _fixed_motion_runs() -> tuple[tuple[str, tuple[str, ...]], ...]:
 PROBE_LEVELS = ("1", "0.9", "0.75", "0.5")
 
 
-def av_position_probe_table(t: ResultTable) -> str:
-    """Per model: correlation and travel ratio of the clean-video estimate's track at each level, and the spread of
-    its video position table across frames and across patches."""
-    lines = []
-    for key, label in synced_and(AV_FIXED_LABELS).items():
-        r = t.row(f"probe/{key}")
-        lines.append([label, *(f"{value_se(r, f'correlation/{s}')} / {r.values[f'travel/{s}']:.2f}" for s in PROBE_LEVELS),
-                      f"{r.values['pos_std_across_frames']:.4f} / {r.values['pos_std_across_patches']:.4f}"])
-    return table(["model", *(f"from {s}: correlation / travel" for s in PROBE_LEVELS),
-                  "position table spread: across frames / patches"], lines)
+def av_position_probe(labels: dict[str, str]) -> Renderer:
+    """Per probed model (row ``probe/<key>`` of ``labels``): correlation and travel ratio of the clean-video
+    estimate's track at each level, and the spread of its video position table across frames and across patches."""
+    def render(t: ResultTable) -> str:
+        lines = []
+        for key, label in labels.items():
+            r = t.row(f"probe/{key}")
+            lines.append([label, *(f"{value_se(r, f'correlation/{s}')} / {r.values[f'travel/{s}']:.2f}"
+                                   for s in PROBE_LEVELS),
+                          f"{r.values['pos_std_across_frames']:.4f} / {r.values['pos_std_across_patches']:.4f}"])
+        return table(["model", *(f"from {s}: correlation / travel" for s in PROBE_LEVELS),
+                      "position table spread: across frames / patches"], lines)
+
+    return render
+
+
+# the small base's size trained from scratch on the fixed-motion world, the network predicting the velocity or the
+# clean sample (JiT-style x-prediction)
+PREDICTION_ARMS = {"velocity": (), "sample": ("--sample-prediction",)}
+PREDICTION_LABELS = {"velocity": "velocity prediction (as shipped)", "sample": "`prediction: sample`"}
+
+
+def _prediction_runs(steps: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Small-size bases trained ``steps`` flow steps from scratch on the fixed-motion world under each of
+    PREDICTION_ARMS (time-aligned window), then the position probe of each."""
+    trained = {arm: f"{{folder}}/run_{i}/assets/tiny_av_flow" for i, arm in enumerate(PREDICTION_ARMS)}
+    train = tuple((f"{arm}/measured", (*PRETRAIN_AV, "--steps", steps, "--cross-frames", "0", "--fixed-motion", *options,
+                                       "--assets", "{out}/assets", *PRETRAIN_OUT))
+                  for arm, options in PREDICTION_ARMS.items())
+    probe = ("probe", (PY, "pipelines/av_position_probe.py", "--checkpoints",
+                       *(f"{arm}={path}" for arm, path in trained.items()), "--results", "{results}"))
+    return (*train, probe)
 
 
 ENTRIES: tuple[Entry, ...] = (
@@ -1239,10 +1261,14 @@ ENTRIES: tuple[Entry, ...] = (
                "quality of joint samples and of renders finished from each noise level; the AV verifiers"),
     Entry("av_fixed_motion_pilot", _fixed_motion_runs(), fast=False,
           blocks={"av_fixed_motion_pilot": av_continued_bases(AV_FIXED_LABELS),
-                  "av_fixed_motion_pilot/probe": av_position_probe_table},
+                  "av_fixed_motion_pilot/probe": av_position_probe(synced_and(AV_FIXED_LABELS))},
           pictures={"run_0/flow.png": "assets/readme/av_fixed_samples.png"},
           note="the synced tiny AV base continued 1,500 flow steps on the fixed-motion world (bursts up to half a frame "
                "off), as it is and with shared time features; the AV verifiers of each, and the position probe"),
+    Entry("av_prediction_pilot", _prediction_runs("3000"), fast=False,
+          blocks={"av_prediction_pilot": av_position_probe(PREDICTION_LABELS)},
+          note="the small tiny AV size trained 3,000 flow steps from scratch on the fixed-motion world, predicting "
+               "the velocity or the clean sample; the position probe of each"),
     Entry("av_commit_pilot", _continued_runs(AV_SYNCED, AV_COMMIT_ARMS, AV_COMMIT_LEVELS), fast=False,
           blocks={"av_commit_pilot": av_commit_table, "av_commit_pilot/bases": av_continued_bases(AV_COMMIT_LABELS)},
           note="the synced tiny AV base continued 1,500 flow steps as trained and at time shift 3; av_sync of joint "

@@ -48,7 +48,7 @@ def test_width_and_layers_set_the_model_and_init_continues_it(tmp_path):
     assert {k: flow_row["info"][k] for k in ("width", "layers", "steps")} == {"width": 32, "layers": 1, "steps": 1}
 
 
-@pytest.mark.parametrize("option", [["--width", "32"], ["--adaptive-norm"]])
+@pytest.mark.parametrize("option", [["--width", "32"], ["--adaptive-norm"], ["--sample-prediction"]])
 def test_init_refuses_a_model_option(tmp_path, capsys, option):
     with pytest.raises(SystemExit):
         pretrain_av.main(["--init", str(tmp_path), *option])
@@ -172,3 +172,13 @@ def test_the_fixed_motion_world_options_are_recorded_and_bad_jitter_refused(tmp_
     with pytest.raises(SystemExit):
         pretrain_av.main(["--assets", str(tmp_path / "x"), "--audio-jitter", "1"])
     assert "--audio-jitter is in frames" in capsys.readouterr().err
+
+
+def test_sample_prediction_builds_a_sample_predicting_model_and_is_recorded_only_when_set(tmp_path):
+    metrics = _run(tmp_path, "sample", "--width", "32", "--layers", "1", "--sample-prediction")
+    assert metrics["flow_matching"]["prediction"] == "sample"
+    config = json.loads((tmp_path / "sample" / "tiny_av_flow" / "generator.json").read_text())["config"]
+    assert config["prediction"] == "sample"
+    continued = _run(tmp_path, "continued", "--init", str(tmp_path / "sample" / "tiny_av_flow"), "--steps", "1")
+    assert continued["flow_matching"]["prediction"] == "sample"  # taken from the checkpoint
+    assert "prediction" not in _run(tmp_path, "plain", "--width", "32", "--layers", "1")["flow_matching"]

@@ -227,6 +227,22 @@ def test_modality_velocity_at_equal_times_is_the_velocity_and_the_audio_time_rea
         gen.modality_velocity(x, {"video": t}, cond)
 
 
+def test_a_sample_predicting_model_turns_its_clean_estimate_into_each_modalitys_velocity(tmp_path):
+    """prediction: sample: the network's output is x̂₀ and the velocity (x_t − x̂₀) / max(t, 0.05), per modality."""
+    torch.manual_seed(0)
+    gen = TinyAudioVideoFlowGenerator(TinyAudioVideoConfig(**SMALL_AV, num_steps=2, prediction="sample"))
+    x, cond = gen.make_noise(2, _seeded()), gen.encode(AV_PROMPTS)
+    times = {"video": torch.tensor([0.3, 0.8]), "audio": torch.tensor([0.6, 0.01])}
+    estimate = gen.backbone(x, times["video"], gen._cond(cond, 2), audio_t=times["audio"])
+    video, audio = gen.latent_slices()["video"], gen.latent_slices()["audio"]
+    velocity = gen.modality_velocity(x, times, cond)
+    torch.testing.assert_close(velocity[:, video], (x - estimate)[:, video] / times["video"].view(-1, 1))
+    torch.testing.assert_close(velocity[:, audio], (x - estimate)[:, audio] / torch.tensor([[0.6], [0.05]]))
+    _check_time_save_load_partition(gen, AV_PROMPTS, tmp_path)
+    with pytest.raises(ConfigError, match="prediction must be 'velocity' or 'sample'"):
+        TinyAudioVideoConfig(**SMALL_AV, prediction="noise")
+
+
 def test_decoupled_flow_matching_noises_each_modality_at_its_own_level():
     gen = _av_model()
     clean = gen.make_noise(4, _seeded(1)).clamp(-1, 1)

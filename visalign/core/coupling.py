@@ -7,14 +7,13 @@ import torch
 from scipy.optimize import linear_sum_assignment
 
 
-
 def ot_coupled_noise(x0: torch.Tensor, noise: torch.Tensor, groups: Sequence[Hashable] | None = None) -> torch.Tensor:
     """``noise`` with its rows reordered, within each group of equal ``groups`` keys (e.g. the items' prompts), so
     that the summed ``‖ε_i − x0_i‖²`` is minimal (minibatch OT, Pooladian et al. / Tong et al. 2023).
 
-    Independent pairs make the velocity near pure noise the prompt's mean clip, whatever the noise; paired by
-    transport, a noise draw points at one clip, so the model learns to commit to it. Only rows of one group are
-    exchanged, so each item's condition is kept and the noise stays a set of independent Gaussian draws.
+    Independent pairs make the best velocity near pure noise point at the prompt's mean clip, whatever the noise;
+    paired by transport, a noise draw points at one clip, so that target depends on the noise. Only rows of one
+    group are exchanged, so each item's condition is kept and the noise stays a set of independent Gaussian draws.
     ``groups=None`` treats the batch as one group (unconditional data)."""
     if x0.shape != noise.shape:
         raise ValueError(f"x0 and noise must have the same shape, got {tuple(x0.shape)} and {tuple(noise.shape)}")

@@ -39,12 +39,16 @@ class TinyAudioVideoConfig(TinyVideoFlowConfig):
                                "both towers' tokens, so audio and video of one moment share a position feature")
     cross_frames: int | None = option(None, "time-aligned cross-attention: each token sees only the other tower's "
                                       "tokens within this many video frames of its own (0: its frame); null: all")
+    prediction: str = option("velocity", "what the network outputs: 'velocity' (ε − x₀) or 'sample' (x₀, JiT-style "
+                             "x-prediction; the velocity is then (x_t − x̂₀) / max(t, 0.05))")
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check(self.sample_rate >= 1 and self.audio_patch >= 1, "sample_rate and audio_patch must be >= 1")
         length = self.frames / self.fps * self.sample_rate
         check(abs(length - round(length)) < 1e-6, f"frames / fps * sample_rate = {length} must be a whole number of samples")
+        check(self.prediction in ("velocity", "sample"),
+              f"prediction must be 'velocity' or 'sample', got {self.prediction!r}")
         check(self.cross_frames is None or self.cross_frames >= 0,
               f"cross_frames must be >= 0 (or null for full cross-attention), got {self.cross_frames}")
         check(round(length) % self.audio_patch == 0,
@@ -58,6 +62,10 @@ class TinyAudioVideoConfig(TinyVideoFlowConfig):
     def video_size(self) -> int:
         c, t, h, w = self.video_shape
         return c * t * h * w
+
+
+#: the smallest noise level a sample-predicting model divides by (JiT's clip): near t = 0 the velocity stays finite
+SAMPLE_PREDICTION_MIN_TIME = 0.05
 
 
 def time_embedding(times: torch.Tensor, width: int, longest: float, shortest: float) -> torch.Tensor:
@@ -170,14 +178,24 @@ class TinyAudioVideoFlowGenerator(_TinyVideoMixin, _PromptFlowMixin, AudioVideoF
         return {"video": [r"^backbone\.video_(tower|conv)\."], "audio": [r"^backbone\.audio_tower\."]}
 
     def velocity(self, x: torch.Tensor, t: torch.Tensor, cond: Any = None) -> torch.Tensor:
-        return self.backbone(x, t, self._cond(cond, x.shape[0]))
+        return self._as_velocity(x, self.backbone(x, t, self._cond(cond, x.shape[0])), t, t)
+
+    def _as_velocity(self, x: torch.Tensor, out: torch.Tensor, video_t: torch.Tensor, audio_t: torch.Tensor) -> torch.Tensor:
+        """The network's output as a velocity: itself, or from its clean-sample estimate (``prediction: sample``),
+        each modality at its own noise level."""
+        if self.config.prediction == "velocity":
+            return out
+        c = self.config
+        t = torch.cat([video_t.view(-1, 1).expand(-1, c.video_size), audio_t.view(-1, 1).expand(-1, c.audio_length)], 1)
+        return (x - out) / t.clamp_min(SAMPLE_PREDICTION_MIN_TIME).to(x.dtype)
 
     def modality_velocity(self, x: torch.Tensor, times: Mapping[str, torch.Tensor], cond: Any = None) -> torch.Tensor:
         """Velocity when the video part is at noise level ``times["video"]`` and the audio part at ``times["audio"]``
         (each ``[B]``); equal times give :meth:`velocity`."""
         if set(times) != {"video", "audio"}:
             raise ValueError(f"modality_velocity needs times for 'video' and 'audio', got {sorted(times)}")
-        return self.backbone(x, times["video"], self._cond(cond, x.shape[0]), audio_t=times["audio"])
+        out = self.backbone(x, times["video"], self._cond(cond, x.shape[0]), audio_t=times["audio"])
+        return self._as_velocity(x, out, times["video"], times["audio"])
 
     def decoupled_flow_matching_loss(self, x0: torch.Tensor, cond: Any = None, generator: torch.Generator | None = None,
                                      fraction: float = 0.5, time_shift: float = 1.0,

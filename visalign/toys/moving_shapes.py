@@ -133,7 +133,8 @@ def render_video(spec: ClipSpec, world: WorldConfig, phase: int, offset: float) 
 def prompt_phase(spec: ClipSpec, frames: int) -> int:
     """The phase a :attr:`WorldConfig.fixed_motion` world gives a prompt: every phase towards the far wall occurs
     among the prompts, and a prompt's two pitches share it."""
-    return (SHAPE_COLOURS.index(spec.colour) + SHAPES.index(spec.shape) + list(MOTIONS).index(spec.motion)) % (frames // 2)
+    words = SHAPE_COLOURS.index(spec.colour) + SHAPES.index(spec.shape) + list(MOTIONS).index(spec.motion)
+    return words % (frames // 2)
 
 
 def render_audio(spec: ClipSpec, world: WorldConfig, phase: int, shift: float = 0.0) -> torch.Tensor:
@@ -166,7 +167,9 @@ def render_batch(prompts: Sequence[str], world: WorldConfig, generator: torch.Ge
             phase, offset = prompt_phase(spec, world.frames), 0.5
         videos.append(render_video(spec, world, phase, offset))
         if audio:
-            shift = (float(torch.rand((), generator=generator)) * 2 - 1) * world.audio_jitter if world.audio_jitter else 0.0
+            shift = 0.0
+            if world.audio_jitter:
+                shift = (float(torch.rand((), generator=generator)) * 2 - 1) * world.audio_jitter
             tracks.append(render_audio(spec, world, phase, shift))
     video = torch.stack(videos)
     if not audio:
@@ -190,5 +193,5 @@ class MovingShapesPrompts(PromptSource):
         return PromptBatch([self.prompts[i % len(self.prompts)] for i in range(n)])
 
 
-__all__ = ["ClipSpec", "WorldConfig", "parse_prompt", "all_prompts", "event_frames", "track", "prompt_phase", "render_video",
-           "render_audio", "render_batch", "MovingShapesPrompts", "SHAPE_COLOURS", "SHAPES", "MOTIONS", "PITCHES"]
+__all__ = ["ClipSpec", "WorldConfig", "parse_prompt", "all_prompts", "event_frames", "track", "prompt_phase",
+           "render_video", "render_audio", "render_batch", "MovingShapesPrompts", "SHAPE_COLOURS", "SHAPES", "MOTIONS", "PITCHES"]
