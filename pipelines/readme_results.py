@@ -885,13 +885,17 @@ def _base_verifiers(checkpoint: str) -> tuple[str, ...]:
     return (*AV_COMPARE_TINY, "--checkpoint", checkpoint, "--methods", "--eval-size", "64")
 
 
+def _trained_checkpoints(arms: dict[str, tuple[str, ...]]) -> dict[str, str]:
+    """Arm -> the checkpoint its training run (the entry's i-th run, one per arm, first) writes under ``{folder}``."""
+    return {arm: f"{{folder}}/run_{i}/assets/tiny_av_flow" for i, arm in enumerate(arms)}
+
+
 def _pilot_runs(steps: str, arms: dict[str, tuple[str, ...]]) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """Bases of the small tiny AV size trained ``steps`` flow steps from scratch, one per arm (its pretrain_av.py
     options), then the AV verifiers on each (after all of them: they read the checkpoints under ``{folder}``)."""
     pilot = (*PRETRAIN_AV, "--steps", steps, "--assets", "{out}/assets", *PRETRAIN_OUT)
     return (*((f"{arm}/measured", (*pilot, *options)) for arm, options in arms.items()),
-            *((f"{arm}/verifiers", _base_verifiers(f"{{folder}}/run_{i}/assets/tiny_av_flow"))
-              for i, arm in enumerate(arms)))
+            *((f"{arm}/verifiers", _base_verifiers(path)) for arm, path in _trained_checkpoints(arms).items()))
 
 
 TIME_PILOT_ARMS = {"plain": (), "shared_time": ("--shared-time",)}
@@ -916,7 +920,7 @@ def _continued_runs(init: str, arms: dict[str, tuple[str, ...]], levels: tuple[s
     """``init`` continued 1,500 flow steps at lr 3e-4 under each of ``arms``, then the cross-modal measure of
     ``init`` and every arm (with clips finished from ``levels``, and ``cross_options``), then the AV verifiers of
     every arm (these read the checkpoints under ``{folder}``)."""
-    trained = {arm: f"{{folder}}/run_{i}/assets/tiny_av_flow" for i, arm in enumerate(arms)}
+    trained = _trained_checkpoints(arms)
     train = tuple((f"{arm}/measured", (*PRETRAIN_AV, "--init", init, "--steps", "1500", "--lr", "3e-4", *options,
                                        "--assets", "{out}/assets", *PRETRAIN_OUT))
                   for arm, options in arms.items())
@@ -998,7 +1002,7 @@ AV_FIXED_LABELS = {"fixed": "1,500 steps on the fixed-motion world", "fixed_time
 def _fixed_motion_runs() -> tuple[tuple[str, tuple[str, ...]], ...]:
     """The synced base continued 1,500 flow steps at lr 3e-4 on the fixed-motion world (bursts up to half a frame
     off) under each of AV_FIXED_ARMS, the AV verifiers of each, and the position probe of the synced base and each."""
-    trained = {arm: f"{{folder}}/run_{i}/assets/tiny_av_flow" for i, arm in enumerate(AV_FIXED_ARMS)}
+    trained = _trained_checkpoints(AV_FIXED_ARMS)
     train = tuple((f"{arm}/measured", (*PRETRAIN_AV, "--init", AV_SYNCED, "--steps", "1500", "--lr", "3e-4",
                                        "--fixed-motion", "--audio-jitter", "0.5", *options, "--assets", "{out}/assets",
                                        *PRETRAIN_OUT))
@@ -1036,7 +1040,7 @@ PREDICTION_LABELS = {"velocity": "velocity prediction (as shipped)", "sample": "
 def _prediction_runs(steps: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """Small-size bases trained ``steps`` flow steps from scratch on the fixed-motion world under each of
     PREDICTION_ARMS (time-aligned window), then the position probe of each."""
-    trained = {arm: f"{{folder}}/run_{i}/assets/tiny_av_flow" for i, arm in enumerate(PREDICTION_ARMS)}
+    trained = _trained_checkpoints(PREDICTION_ARMS)
     train = tuple((f"{arm}/measured", (*PRETRAIN_AV, "--steps", steps, "--cross-frames", "0", "--fixed-motion", *options,
                                        "--assets", "{out}/assets", *PRETRAIN_OUT))
                   for arm, options in PREDICTION_ARMS.items())

@@ -18,7 +18,7 @@ from tqdm import tqdm
 
 from ..core.audio_video import AudioVideoFlowModel
 from ..core.coupling import ot_coupled_noise
-from ..core.flow import FlowModel, noise_latents
+from ..core.flow import FlowModel, flow_noise, noise_latents
 from ..core.generator import Generator
 from ..results import Tolerance
 from .moving_shapes import WorldConfig, all_prompts, render_batch
@@ -107,7 +107,7 @@ def flow_loss(model: FlowModel, world: WorldConfig, batch: int, audio: bool = Fa
         x0 = world_latents(model, ps, world, g, audio).to(model.device)
         if not ot_coupling:
             return loss(x0, model.encode(ps), generator=g)
-        noise = ot_coupled_noise(x0, torch.randn(x0.shape, generator=g).to(x0.device, x0.dtype), ps)
+        noise = ot_coupled_noise(x0, flow_noise(x0, None, g), ps)
         return loss(x0, model.encode(ps), generator=g, noise=noise)
 
     return loss_fn
