@@ -78,7 +78,10 @@ def main(argv: list[str] | None = None) -> int:
                         "every token (generator.time_conditioning: adaptive_norm)")
     p.add_argument("--sample-prediction", action="store_true",
                    help="the network outputs the clean sample x0 instead of the velocity (JiT-style x-prediction; "
-                        "generator.prediction: sample); the loss stays the velocity loss")
+                        "generator.prediction: sample); the loss stays the velocity loss unless --sample-space-loss")
+    p.add_argument("--sample-space-loss", action="store_true",
+                   help="weight the velocity error by t², i.e. train on the clean-estimate error |x0_hat - x0|^2 "
+                        "(flow_matching_loss(loss_space='sample'))")
     p.add_argument("--conv-channels", type=int, default=0,
                    help="per-frame 3x3 convolutions with this many channels around the video tokens "
                         "(generator.conv_channels; 0: none); with --init they are added to the checkpoint, which "
@@ -127,8 +130,8 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--pictures-only measures the checkpoint as it is: drop --cross-frames")
     if not 0.0 <= args.decoupled_times <= 1.0:
         p.error(f"--decoupled-times is a fraction in [0, 1], got {args.decoupled_times}")
-    if args.pictures_only and (args.decoupled_times > 0 or args.time_shift != 1.0):
-        p.error("--pictures-only trains nothing: drop --decoupled-times / --time-shift")
+    if args.pictures_only and (args.decoupled_times > 0 or args.time_shift != 1.0 or args.sample_space_loss):
+        p.error("--pictures-only trains nothing: drop --decoupled-times / --time-shift / --sample-space-loss")
     if not args.time_shift > 0:
         p.error(f"--time-shift must be > 0, got {args.time_shift}")
     if args.pictures_only and (args.clips_per_prompt != 1 or args.ot_coupling):
@@ -176,13 +179,14 @@ def main(argv: list[str] | None = None) -> int:
             model = trained
         start = time.perf_counter()
         loss = partial(model.decoupled_flow_matching_loss, fraction=args.decoupled_times,  # 0: the plain loss
-                       time_shift=args.time_shift)
+                       time_shift=args.time_shift, loss_space="sample" if args.sample_space_loss else "velocity")
         losses = fit(model, flow_loss(model, world, args.batch, audio=True, loss=loss,
                                       clips_per_prompt=args.clips_per_prompt, ot_coupling=args.ot_coupling),
                      args.steps, args.lr, args.minutes, args.seed, "audio-video flow matching")
         metrics["flow_matching"] = {**training_record(losses, time.perf_counter() - start), **size,
                                     **({"decoupled_times": args.decoupled_times} if args.decoupled_times > 0 else {}),
                                     **({"time_shift": args.time_shift} if args.time_shift != 1.0 else {}),
+                                    **({"loss_space": "sample"} if args.sample_space_loss else {}),
                                     **({"clips_per_prompt": args.clips_per_prompt} if args.clips_per_prompt != 1 else {}),
                                     **({"ot_coupling": True} if args.ot_coupling else {}),
                                     **({"fixed_motion": True} if args.fixed_motion else {}),

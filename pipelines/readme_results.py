@@ -669,6 +669,9 @@ def av_tiny_base(t: ResultTable) -> str:
 AV_BASES = {"small": "`assets/av/tiny_av_flow` (width 64, 2 blocks per tower)",
             "large": "`assets/av_large/tiny_av_flow` (width 128, 4 blocks per tower)",
             "synced": "`assets/av_synced/tiny_av_flow` (the larger base continued with `cross_frames: 0`)"}
+# the small size trained where the prompt fixes the motion (bursts up to half a frame off the contacts), predicting
+# the clean sample with the loss in sample space: the first tiny AV base whose free samples draw the motion
+AV_FIXED_BASE = {"fixed": "`assets/av_fixed/tiny_av_flow` (width 64, 2 blocks; fixed-motion world, sample-space loss)"}
 AV_VERIFIERS = (("desync", 2), ("video_quality", 3), ("audio_quality", 1), ("video_alignment", 2), ("audio_alignment", 2))
 AV_VERIFIER_HEADERS = ["desync (frames)", "video quality", "audio quality (dB)", "video alignment", "audio alignment"]
 
@@ -689,6 +692,11 @@ def av_bases(t: ResultTable) -> str:
 
     lines = [line("renders", t.row("small/measured/renders").values, None, None)]
     for key, label in AV_BASES.items():
+        flow = t.row(f"{key}/measured/tiny_av_flow")
+        lines.append(line(label, flow.values, t.row(f"{key}/verifiers/base").values, flow.info))
+    lines.append(line("renders of the fixed-motion world (bursts up to half a frame off)",
+                      t.row("fixed/measured/renders").values, None, None))
+    for key, label in AV_FIXED_BASE.items():
         flow = t.row(f"{key}/measured/tiny_av_flow")
         lines.append(line(label, flow.values, t.row(f"{key}/verifiers/base").values, flow.info))
     return table(["model", "weights, flow steps", "av_sync", "object_color", *AV_VERIFIER_HEADERS], lines)
@@ -767,6 +775,17 @@ def av_large_table(t: ResultTable) -> str:
 def av_seeds_table(t: ResultTable) -> str:
     """The four methods on one base (AV-GRPO and joint GRPO on seeds 0-2, the other two on seed 0: AV_SYNCED_RUNS)."""
     return av_change_table(t, {f"seed={s}/pair={p}/": f", seed {s}" for s, p in sorted(AV_SYNCED_RUNS)})
+
+
+def av_per_seed_table(t: ResultTable) -> str:
+    """The methods of runs labelled ``seed=S`` (one per seed of AV_SEEDS)."""
+    return av_change_table(t, {f"seed={s}/": f", seed {s}" for s in AV_SEEDS})
+
+
+def av_audio_quality_alone_table(t: ResultTable) -> str:
+    """AV-GRPO training the audio only on audio quality alone, the last sampling step SDE or ODE."""
+    return av_change_table(t, {"ode_final_steps=0/": ", audio only on audio quality, last step SDE",
+                               "ode_final_steps=1/": ", audio only on audio quality, last step ODE"})
 
 
 def av_large_batch_table(t: ResultTable) -> str:
@@ -870,14 +889,27 @@ def _av_compare_120(checkpoint: str) -> tuple[str, ...]:
 
 AV_LARGE_COMPARE = _av_compare_120(AV_LARGE)
 AV_LARGE_BATCH = (*AV_LARGE_COMPARE, "--prompts-per-step", "8")
-AV_SYNCED_COMPARE = _av_compare_120(AV_SYNCED)
 AV_PAIRS = {1: ("av_grpo", "joint_grpo"), 2: ("video_sde", "routed")}  # the methods of one av_compare run, by pair
 AV_SYNCED_RUNS = (("0", 1), ("1", 1), ("0", 2), ("2", 1))  # (seed, pair): AV-GRPO and joint on three seeds, the others on one
+AV_FIXED = "assets/av_fixed/tiny_av_flow"
+AV_FIXED_WORLD = ("--fixed-motion", "--audio-jitter", "0.5")
 
 
-def _shipped_av(folder: str) -> tuple[str, ...]:
-    """pretrain_av.py measuring (and drawing) the tiny AV checkpoint shipped in ``folder``."""
-    return (PY, "pipelines/pretrain_av.py", "--pictures-only", "--assets", folder, *PRETRAIN_OUT)
+def _av_seeds_entry(name: str, checkpoint: str, base: str) -> Entry:
+    """AV-GRPO and its baselines on ``checkpoint`` (``base`` names it in the note), 120 steps at lr 3e-5, as
+    AV_SYNCED_RUNS: the table per seed, the budget, and the before/after picture of seed 0."""
+    return Entry(name, tuple((f"seed={s}/pair={p}", (*_av_compare_120(checkpoint), "--methods", *AV_PAIRS[p], "--seed", s))
+                             for s, p in AV_SYNCED_RUNS),
+                 fast=False, blocks={name: av_seeds_table, f"{name}/budget": av_large_budget},
+                 pictures={"run_0/before_after.png": f"assets/readme/av_grpo_{name.removeprefix('av_compare_')}.png"},
+                 note=f"AV-GRPO and its baselines on {base}, 120 steps at lr 3e-5: AV-GRPO and joint GRPO on seeds 0-2, "
+                      "video-SDE and routed on seed 0")
+
+
+def _shipped_av(folder: str, *world: str) -> tuple[str, ...]:
+    """pretrain_av.py measuring (and drawing) the tiny AV checkpoint shipped in ``folder``, beside the renders of the
+    world its ``world`` options describe (default: the random-phase world)."""
+    return (PY, "pipelines/pretrain_av.py", "--pictures-only", "--assets", folder, *world, *PRETRAIN_OUT)
 
 
 def _base_verifiers(checkpoint: str) -> tuple[str, ...]:
@@ -931,15 +963,15 @@ def _continued_runs(init: str, arms: dict[str, tuple[str, ...]], levels: tuple[s
     return (*train, cross, *((f"{arm}/verifiers", _base_verifiers(path)) for arm, path in trained.items()))
 
 
-def av_continued_bases(labels: dict[str, str]) -> Renderer:
-    """Each continued base of ``labels``: flow steps and last-20 loss, and the AV verifiers' means."""
+def av_continued_bases(labels: dict[str, str], first: str = "continued with") -> Renderer:
+    """Each continued (or trained) base of ``labels``: flow steps and last-20 loss, and the AV verifiers' means."""
     def render(t: ResultTable) -> str:
         lines = []
         for arm, label in labels.items():
             info = t.row(f"{arm}/measured/tiny_av_flow").info
             lines.append([label, f"{info['steps']:,}", f"{info['loss_last20']:.4f}",
                           *av_verifier_cells(t.row(f"{arm}/verifiers/base").values)])
-        return table(["continued with", "flow steps", "loss (last 20)", *AV_VERIFIER_HEADERS], lines)
+        return table([first, "flow steps", "loss (last 20)", *AV_VERIFIER_HEADERS], lines)
 
     return render
 
@@ -1037,16 +1069,30 @@ PREDICTION_ARMS = {"velocity": (), "sample": ("--sample-prediction",)}
 PREDICTION_LABELS = {"velocity": "velocity prediction (as shipped)", "sample": "`prediction: sample`"}
 
 
-def _prediction_runs(steps: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """Small-size bases trained ``steps`` flow steps from scratch on the fixed-motion world under each of
-    PREDICTION_ARMS (time-aligned window), then the position probe of each."""
-    trained = _trained_checkpoints(PREDICTION_ARMS)
-    train = tuple((f"{arm}/measured", (*PRETRAIN_AV, "--steps", steps, "--cross-frames", "0", "--fixed-motion", *options,
+def _prediction_runs(steps: str, arms: dict[str, tuple[str, ...]] = PREDICTION_ARMS, verifiers: bool = False,
+                     fixed_motion: bool = True) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Small-size bases trained ``steps`` flow steps from scratch under each of ``arms`` (time-aligned window), on
+    the fixed-motion world or the random-phase one; then (with ``verifiers``) the AV verifiers of each, and on the
+    fixed-motion world the position probe of each."""
+    trained = _trained_checkpoints(arms)
+    world = ("--fixed-motion",) if fixed_motion else ()
+    train = tuple((f"{arm}/measured", (*PRETRAIN_AV, "--steps", steps, "--cross-frames", "0", *world, *options,
                                        "--assets", "{out}/assets", *PRETRAIN_OUT))
-                  for arm, options in PREDICTION_ARMS.items())
+                  for arm, options in arms.items())
+    verified = tuple((f"{arm}/verifiers", _base_verifiers(path)) for arm, path in trained.items()) if verifiers else ()
     probe = ("probe", (PY, "pipelines/av_position_probe.py", "--checkpoints",
                        *(f"{arm}={path}" for arm, path in trained.items()), "--results", "{results}"))
-    return (*train, probe)
+    return (*train, *verified, *((probe,) if fixed_motion else ()))
+
+
+# the same size and world, each output (velocity or clean sample) trained with the loss in velocity space or in
+# clean-sample space (the velocity error weighted by t²)
+LOSS_SPACE_ARMS = {"velocity": (), "sample": ("--sample-prediction",), "velocity_x0_loss": ("--sample-space-loss",),
+                   "sample_x0_loss": ("--sample-prediction", "--sample-space-loss")}
+LOSS_SPACE_LABELS = {"velocity": "velocity prediction, velocity loss (as shipped)",
+                     "sample": "sample prediction, velocity loss",
+                     "velocity_x0_loss": "velocity prediction, sample-space loss",
+                     "sample_x0_loss": "sample prediction, sample-space loss"}
 
 
 ENTRIES: tuple[Entry, ...] = (
@@ -1201,13 +1247,15 @@ ENTRIES: tuple[Entry, ...] = (
           fast=False, blocks={"av_compare_toy_large_batch": av_toy_large_batch},  # ~10 min
           note="the toy AV comparison at 16 prompts per step (8x the rollouts per step), seeds 0-2, then AV-GRPO with "
                "renormalize=false"),
-    Entry("av_bases", tuple(run for key, folder in (("small", "assets/av"), ("large", "assets/av_large"),
-                                                    ("synced", "assets/av_synced"))
-                            for run in ((f"{key}/measured", _shipped_av(folder)),
+    Entry("av_bases", tuple(run for key, folder, world in (("small", "assets/av", ()), ("large", "assets/av_large", ()),
+                                                           ("synced", "assets/av_synced", ()),
+                                                           ("fixed", "assets/av_fixed", AV_FIXED_WORLD))
+                            for run in ((f"{key}/measured", _shipped_av(folder, *world)),
                                         (f"{key}/verifiers", _base_verifiers(f"{folder}/tiny_av_flow")))),
           fast=True, blocks={"av_bases": av_bases},
-          note="the three tiny AV bases measured: object_color and av_sync (pretrain_av.py --pictures-only) and the AV "
-               "verifiers' means on the world's 64 prompts (av_compare.py with no method)"),
+          note="the four tiny AV bases measured: object_color and av_sync (pretrain_av.py --pictures-only; the fixed "
+               "base beside its own world's renders) and the AV verifiers' means on the world's 64 prompts "
+               "(av_compare.py with no method)"),
     Entry("av_quality_gamed", tuple((f"min_travel={t}", (*AV_COMPARE_TINY, "--checkpoint", AV_LARGE, "--methods",
                                                          "av_grpo", "joint_grpo", "--steps", "4", "--eval-every", "4",
                                                          "--eval-size", "64", "--min-travel", t)) for t in ("0", "0.3")),
@@ -1235,14 +1283,21 @@ ENTRIES: tuple[Entry, ...] = (
           fast=True, blocks={"av_cross_modal": av_cross_modal(AV_BASES)},
           pictures={"large_given_video.png": "assets/readme/av_cross_modal_large.png",
                     "synced_given_video.png": "assets/readme/av_cross_modal_synced.png"}),
-    Entry("av_compare_tiny_av_synced",
-          tuple((f"seed={s}/pair={p}", (*AV_SYNCED_COMPARE, "--methods", *AV_PAIRS[p], "--seed", s))
-                for s, p in AV_SYNCED_RUNS),
-          fast=False, blocks={"av_compare_tiny_av_synced": av_seeds_table,
-                              "av_compare_tiny_av_synced/budget": av_large_budget},
-          pictures={"run_0/before_after.png": "assets/readme/av_grpo_tiny_av_synced.png"},
-          note="AV-GRPO and its baselines on the synced tiny AV base, 120 steps at lr 3e-5: AV-GRPO and joint GRPO on "
-               "seeds 0-2, video-SDE and routed on seed 0"),
+    _av_seeds_entry("av_compare_tiny_av_synced", AV_SYNCED, "the synced tiny AV base"),
+    _av_seeds_entry("av_compare_tiny_av_fixed", AV_FIXED, "the fixed-motion tiny AV base"),
+    Entry("av_compare_tiny_av_fixed_ode_final",
+          tuple((f"seed={s}", (*_av_compare_120(AV_FIXED), "--methods", "av_grpo", "joint_grpo", "--set",
+                               "ode_final_steps=1", "--seed", s)) for s in AV_SEEDS),
+          fast=False, blocks={"av_compare_tiny_av_fixed_ode_final": av_per_seed_table},
+          note="AV-GRPO and joint GRPO on the fixed-motion tiny AV base as av_compare_tiny_av_fixed, the last sampling "
+               "step an ODE step (ode_final_steps 1), seeds 0-2"),
+    Entry("av_audio_quality_alone",
+          tuple((f"ode_final_steps={n}", (*_av_compare_120(AV_FIXED), "--methods", "av_grpo", "--order", "audio", "video",
+                                          "--steps-per-modality", "1000", "--audio-rewards", "av_audio_quality",
+                                          "--set", f"ode_final_steps={n}")) for n in ("0", "1")),
+          fast=False, blocks={"av_audio_quality_alone": av_audio_quality_alone_table},
+          note="AV-GRPO on the fixed-motion tiny AV base training the audio tower only, on audio quality alone, 120 "
+               "steps at lr 3e-5, the last sampling step SDE or ODE"),
     Entry("av_sync_pilot", _continued_runs(AV_LARGE, AV_SYNC_ARMS), fast=False,
           blocks={"av_sync_pilot": av_cross_modal({"cross_modal/base": AV_BASES["large"],
                                                    **{f"cross_modal/{a}": f"+ {l}" for a, l in AV_SYNC_LABELS.items()}},
@@ -1273,6 +1328,21 @@ ENTRIES: tuple[Entry, ...] = (
           blocks={"av_prediction_pilot": av_position_probe(PREDICTION_LABELS)},
           note="the small tiny AV size trained 3,000 flow steps from scratch on the fixed-motion world, predicting "
                "the velocity or the clean sample; the position probe of each"),
+    Entry("av_loss_space_pilot", _prediction_runs("4000", LOSS_SPACE_ARMS, verifiers=True), fast=False,
+          blocks={"av_loss_space_pilot": av_continued_bases(LOSS_SPACE_LABELS, "trained from scratch with"),
+                  "av_loss_space_pilot/probe": av_position_probe(LOSS_SPACE_LABELS)},
+          pictures={"run_3/flow.png": "assets/readme/av_x0_loss_samples.png"},
+          note="the small tiny AV size trained 4,000 flow steps from scratch on the fixed-motion world, predicting the "
+               "velocity or the clean sample, with the loss in velocity or clean-sample space; the AV verifiers and "
+               "the position probe of each"),
+    Entry("av_loss_space_random", _prediction_runs("4000", {k: LOSS_SPACE_ARMS[k] for k in ("velocity", "sample_x0_loss")},
+                                                   verifiers=True, fixed_motion=False), fast=False,
+          blocks={"av_loss_space_random": av_continued_bases({k: LOSS_SPACE_LABELS[k]
+                                                              for k in ("velocity", "sample_x0_loss")},
+                                                             "trained from scratch with")},
+          pictures={"run_1/flow.png": "assets/readme/av_x0_loss_random_samples.png"},
+          note="the small tiny AV size trained 4,000 flow steps from scratch on the random-phase world, as shipped and "
+               "predicting the clean sample with the loss in sample space; the AV verifiers of each"),
     Entry("av_commit_pilot", _continued_runs(AV_SYNCED, AV_COMMIT_ARMS, AV_COMMIT_LEVELS), fast=False,
           blocks={"av_commit_pilot": av_commit_table, "av_commit_pilot/bases": av_continued_bases(AV_COMMIT_LABELS)},
           note="the synced tiny AV base continued 1,500 flow steps as trained and at time shift 3; av_sync of joint "

@@ -182,3 +182,26 @@ def test_sample_prediction_builds_a_sample_predicting_model_and_is_recorded_only
     continued = _run(tmp_path, "continued", "--init", str(tmp_path / "sample" / "tiny_av_flow"), "--steps", "1")
     assert continued["flow_matching"]["prediction"] == "sample"  # taken from the checkpoint
     assert "prediction" not in _run(tmp_path, "plain", "--width", "32", "--layers", "1")["flow_matching"]
+
+
+def test_sample_space_loss_is_recorded_only_when_set_and_refused_when_nothing_trains(tmp_path, capsys):
+    metrics = _run(tmp_path, "xspace", "--width", "32", "--layers", "1", "--sample-prediction", "--sample-space-loss")
+    assert (metrics["flow_matching"]["loss_space"], metrics["flow_matching"]["prediction"]) == ("sample", "sample")
+    assert "loss_space" not in _run(tmp_path, "plain", "--width", "32", "--layers", "1")["flow_matching"]
+    with pytest.raises(SystemExit):
+        pretrain_av.main(["--pictures-only", "--assets", str(tmp_path / "xspace"), "--sample-space-loss"])
+    assert "--pictures-only trains nothing" in capsys.readouterr().err
+
+
+def test_the_shipped_fixed_motion_base_loads_and_records_how_it_was_trained():
+    from visalign.core.generator import load_generator
+    from visalign.toys.moving_shapes import all_prompts
+
+    folder = Path(__file__).resolve().parents[1] / "assets" / "av_fixed"
+    model = load_generator(folder / "tiny_av_flow")
+    assert (model.config.prediction, model.config.cross_frames, model.config.width) == ("sample", 0, 64)
+    record = json.loads((folder / "pretrain_metrics.json").read_text())["flow_matching"]
+    assert {k: record[k] for k in ("steps", "loss_space", "prediction", "fixed_motion", "audio_jitter")} == {
+        "steps": 4000, "loss_space": "sample", "prediction": "sample", "fixed_motion": True, "audio_jitter": 0.5}
+    samples = model.sample(all_prompts(audio=True)[:2], generator=torch.Generator().manual_seed(0))
+    assert torch.isfinite(samples["video"]).all() and torch.isfinite(samples["audio"]).all()

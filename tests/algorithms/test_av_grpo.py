@@ -193,6 +193,7 @@ def test_mid_cycle_state_reuses_the_first_modality_prompts():
     ({"order": ["video", "video"]}, "av_grpo.order"),
     ({"tower_patterns": {"video": ["x"]}}, "av_grpo.tower_patterns"),
     ({"std_cap": 0.0}, "av_grpo.std_cap"),
+    ({"ode_final_steps": -1}, "av_grpo.ode_final_steps"),
 ])
 def test_bad_config_is_named(overrides, message):
     with pytest.raises(ConfigError, match=message):
@@ -262,3 +263,34 @@ def test_reward_set_advantage_averages_z_scores_and_renormalises_only_when_asked
     assert torch.allclose(plain, z / 2, atol=1e-5)  # a saturated component halves the advantage
     again = reward_set_advantage(components, ["varied", "saturated"], 4)
     assert torch.allclose(again, torch.cat([(g - g.mean()) / (g.std(unbiased=False) + 1e-6) for g in (z / 2).view(2, 4)]), atol=1e-4)
+
+
+@pytest.mark.parametrize("mode", ["anchored", "joint"])
+def test_ode_final_steps_end_every_sample_with_an_ode_step_that_is_not_trained(mode):
+    """The last step is an Euler step of the recorded state for every modality (no SDE noise in the scored sample),
+    its log-prob is 0 and the loss leaves it out; the ratio stays 1 at the old policy."""
+    model = make_model()
+    algo = AVGRPO(AVGRPOConfig(group_size=4, mode=mode, ode_final_steps=1))
+    algo.modality = "audio"
+    ctx = context(model)
+    algo.setup(ctx)
+    rollout = algo.rollout(ctx, PromptBatch(PROMPTS), torch.Generator().manual_seed(0))
+    traj = rollout.extras["trajectory"]
+    last = traj.num_steps - 1
+    assert traj.sde_steps == tuple(range(last))
+    with torch.no_grad():
+        x = traj.latents[:, last]
+        sigma, nxt = float(traj.sigmas[last]), float(traj.sigmas[last + 1])
+        expected = model.ode_step(x, model.velocity(x, model.time(sigma, x), traj.cond), sigma, nxt)
+    slices = model.latent_slices()
+    for m in traj.sde_modalities:
+        torch.testing.assert_close(traj.final[:, slices[m]], expected[:, slices[m]])
+        assert torch.equal(traj.log_probs[m][:, last], torch.zeros(len(rollout.batch.prompts)))
+        assert float(traj.log_probs[m][:, 0].abs().min()) > 0
+    _, metrics = algo.loss(ctx, rollout)
+    assert metrics["av_grpo/ratio"] == pytest.approx(1.0, abs=1e-5)
+    too_many = AVGRPO(AVGRPOConfig(group_size=4, mode=mode, ode_final_steps=traj.num_steps))
+    too_many.modality = "audio"
+    too_many.setup(ctx)
+    with pytest.raises(ConfigError, match="must leave an SDE step"):
+        too_many.rollout(ctx, PromptBatch(PROMPTS), torch.Generator().manual_seed(0))

@@ -44,6 +44,8 @@ class AVGRPOConfig:
     noise_video: float = option(0.7, "SDE noise level a of the video part (std_t = a·sqrt(t/(1-t)))")
     noise_audio: float = option(0.7, "SDE noise level a of the audio part")
     std_cap: float | None = option(0.5, "cap on each SDE step's noise std (null: none)")
+    ode_final_steps: int = option(0, "the last this many sampling steps are ODE steps for every modality, so the "
+                                     "samples the rewards score carry no SDE noise (those steps are not trained)")
     clip_range: float = option(0.2, "PPO ratio clip c")
     kl_video: float = option(0.01, "β of the velocity KL to the reference on the video part")
     kl_audio: float = option(0.002, "β of the velocity KL to the reference on the audio part")
@@ -72,6 +74,7 @@ class AVGRPOConfig:
         check(self.noise_video > 0 and self.noise_audio > 0,
               f"av_grpo.noise_video and noise_audio must be > 0, got {self.noise_video}, {self.noise_audio}")
         check(self.std_cap is None or self.std_cap > 0, f"av_grpo.std_cap must be > 0 or null, got {self.std_cap}")
+        check(self.ode_final_steps >= 0, f"av_grpo.ode_final_steps must be >= 0, got {self.ode_final_steps}")
         check(self.clip_range > 0, f"av_grpo.clip_range must be > 0, got {self.clip_range}")
         check(self.kl_video >= 0 and self.kl_audio >= 0, "av_grpo.kl_video and kl_audio must be >= 0")
         check(self.adv_clip > 0, f"av_grpo.adv_clip must be > 0, got {self.adv_clip}")
@@ -224,8 +227,12 @@ class AVGRPO(Algorithm):
                 reference = policy.sample_sde(ref_noise, batch.prompts, num_steps=cfg.num_steps, sde_steps=())
                 locked = reference.latents.repeat_interleave(cfg.group_size, 0)
             noise = policy.make_noise(len(expanded), generator)
+            steps = len(policy.sigmas(cfg.num_steps)) - 1
+            check(cfg.ode_final_steps < steps, f"av_grpo.ode_final_steps ({cfg.ode_final_steps}) must leave an SDE "
+                                               f"step of the {steps} sampling steps")
             traj = sample_av(policy, noise, cond, behaviours, noise_levels=cfg.noise_levels, std_cap=cfg.std_cap,
-                             generator=generator, num_steps=cfg.num_steps, locked=locked)
+                             generator=generator, num_steps=cfg.num_steps, locked=locked,
+                             sde_steps=range(steps - cfg.ode_final_steps))
             samples = policy.decode(traj.final)
         rewards = ctx.score(samples, expanded)
         components = ctx.reward.components()
@@ -252,7 +259,7 @@ class AVGRPO(Algorithm):
         weights = time_weights(traj.sigmas) if cfg.time_weighted else torch.ones(traj.num_steps)
         total = torch.zeros((), device=ctx.device)
         ratios, clipped, kls = [], [], []
-        for k in range(traj.num_steps):
+        for k in traj.sde_steps:
             new = part_transitions(policy, traj, k, cond)
             step_loss = torch.zeros((), device=ctx.device)
             for parts, name in heads:

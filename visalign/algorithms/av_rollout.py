@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import torch
 
@@ -20,8 +20,9 @@ BEHAVIOURS = ("sde", "ode", "locked")
 @dataclass
 class AVTrajectory:
     """``latents[:, k]``: the joint state before step k (``[:, -1]`` the result). ``log_probs[m][:, k]``: the
-    dimension-averaged log-prob of modality m's part at step k (SDE modalities only); ``noise_levels[m][k]``: the
-    noise level a actually used there (lowered where the step std hit the cap)."""
+    dimension-averaged log-prob of modality m's part at step k (SDE modalities only; 0 at an ODE step);
+    ``noise_levels[m][k]``: the noise level a actually used there (lowered where the step std hit the cap).
+    ``sde_steps``: the steps on which the SDE modalities took an SDE step (the others were ODE steps)."""
 
     latents: torch.Tensor
     log_probs: dict[str, torch.Tensor]
@@ -29,6 +30,7 @@ class AVTrajectory:
     sigmas: torch.Tensor
     cond: Any
     behaviours: dict[str, str]
+    sde_steps: tuple[int, ...]
 
     @property
     def final(self) -> torch.Tensor:
@@ -61,9 +63,11 @@ def _step_stats(model: AudioVideoFlowModel, x: torch.Tensor, v: torch.Tensor, si
 
 def sample_av(model: AudioVideoFlowModel, noise: torch.Tensor, cond: Any, behaviours: dict[str, str], *,
               noise_levels: dict[str, float], std_cap: float | None, generator: torch.Generator | None,
-              num_steps: int | None = None, locked: torch.Tensor | None = None) -> AVTrajectory:
+              num_steps: int | None = None, locked: torch.Tensor | None = None,
+              sde_steps: Sequence[int] | None = None) -> AVTrajectory:
     """Sample without grad from ``noise`` ``[B, D]``; ``locked`` ``[B, K + 1, D]`` supplies the parts of ``locked``
-    modalities at every step (its step-0 state replaces their noise)."""
+    modalities at every step (its step-0 state replaces their noise). ``sde_steps`` (default: all): the steps on
+    which ``sde`` modalities take an SDE step; on the others they take an ODE step."""
     slices = model.latent_slices()
     if set(behaviours) != set(slices) or any(b not in BEHAVIOURS for b in behaviours.values()):
         raise ValueError(f"behaviours must give one of {BEHAVIOURS} for each of {sorted(slices)}, got {behaviours}")
@@ -73,6 +77,9 @@ def sample_av(model: AudioVideoFlowModel, noise: torch.Tensor, cond: Any, behavi
     if has_locked and (locked is None or locked.shape[:2] != (noise.shape[0], steps + 1)):
         raise ValueError(f"locked modalities need a locked trajectory of shape [{noise.shape[0]}, {steps + 1}, D], got "
                          f"{None if locked is None else tuple(locked.shape)}")
+    stochastic = tuple(range(steps)) if sde_steps is None else tuple(sorted(set(sde_steps)))
+    if any(not 0 <= k < steps for k in stochastic):
+        raise ValueError(f"sde_steps {stochastic} out of range for {steps} sampling steps")
     levels = {m: capped_noise_levels(sigmas, noise_levels[m], std_cap) for m, b in behaviours.items() if b == "sde"}
     model.record_draws(noise.shape[0])
     x = noise.clone()
@@ -88,8 +95,10 @@ def sample_av(model: AudioVideoFlowModel, noise: torch.Tensor, cond: Any, behavi
             for m, s in sorted(slices.items(), key=lambda item: item[1].start):
                 if behaviours[m] == "locked":
                     nxt[:, s] = locked[:, k + 1, s]
-                elif behaviours[m] == "ode":
+                elif behaviours[m] == "ode" or k not in stochastic:
                     nxt[:, s] = model.ode_step(x[:, s], v[:, s], sigma, sigma_next)
+                    if behaviours[m] == "sde":
+                        log_probs[m].append(torch.zeros(x.shape[0], device=x.device))
                 else:
                     mean, std = _step_stats(model, x[:, s], v[:, s], sigmas, k, levels[m][k])
                     eps = torch.randn(mean.shape, generator=generator).to(x.device, x.dtype)
@@ -98,7 +107,7 @@ def sample_av(model: AudioVideoFlowModel, noise: torch.Tensor, cond: Any, behavi
             x = nxt
             states.append(x)
     return AVTrajectory(torch.stack(states, 1), {m: torch.stack(lp, 1) for m, lp in log_probs.items()}, levels, sigmas,
-                        cond, dict(behaviours))
+                        cond, dict(behaviours), stochastic)
 
 
 def part_transitions(model: FlowModel, traj: AVTrajectory, step: int, cond: Any = None,

@@ -216,17 +216,34 @@ class FlowModel(Generator):
 
     def flow_matching_loss(self, x0: torch.Tensor, cond: Any = None, generator: torch.Generator | None = None,
                            weights: torch.Tensor | None = None, time_shift: float = 1.0,
-                           noise: torch.Tensor | None = None) -> torch.Tensor:
+                           noise: torch.Tensor | None = None, loss_space: str = "velocity") -> torch.Tensor:
         """Conditional flow-matching regression ``‖v(x_t, t) - (ε - x_0)‖²`` on clean latents ``x0`` (pretraining,
         SFT, reward-weighted regression with per-item ``weights``); ``t`` uniform, mapped by :func:`shift_times`
         when ``time_shift`` ≠ 1 (more training where samples commit). ``noise``: the ε paired with each item (e.g.
-        by :func:`~visalign.core.coupling.ot_coupled_noise`); drawn independently when not given."""
+        by :func:`~visalign.core.coupling.ot_coupled_noise`); drawn independently when not given. ``loss_space``
+        ``"sample"`` weights the error by ``t²``, which is the clean-estimate error ``‖x̂₀ − x₀‖²`` with
+        ``x̂₀ = x_t − t·v`` (see :func:`flow_error_weights`)."""
         eps = flow_noise(x0, noise, generator)
         t = shift_times(torch.rand((x0.shape[0],), generator=generator), time_shift).to(x0.device, x0.dtype)
         error = (self.velocity(noise_latents(x0, t, eps), t, cond) - (eps - x0)).float() ** 2
+        error = error * flow_error_weights(broadcast_to(t, error), loss_space)
         if weights is None:
             return error.mean()
         return (weights * error.flatten(1).mean(1)).sum() / weights.sum()
+
+
+LOSS_SPACES = ("velocity", "sample")
+
+
+def flow_error_weights(t: torch.Tensor, loss_space: str) -> torch.Tensor:
+    """Weights of the squared velocity error at noise levels ``t`` (any shape that broadcasts against the error).
+    ``"velocity"``: 1, the plain flow-matching loss, which is the clean-estimate error divided by ``t²`` (most of
+    its weight near clean data). ``"sample"``: ``t²``, the loss in clean-sample space ``‖x̂₀ − x₀‖²``
+    (``x̂₀ − x₀ = −t (v − v*)``), which weights every level's clean-estimate error alike; with x-prediction it is
+    what makes the tiny audio-video model place the shape from the prompt and the frame."""
+    if loss_space not in LOSS_SPACES:
+        raise ValueError(f"loss_space must be one of {LOSS_SPACES}, got {loss_space!r}")
+    return torch.ones((), dtype=torch.float32, device=t.device) if loss_space == "velocity" else t.float() ** 2
 
 
 def flow_noise(x0: torch.Tensor, noise: torch.Tensor | None, generator: torch.Generator | None) -> torch.Tensor:
@@ -253,5 +270,5 @@ def sample_from_level(model: FlowModel, x0: torch.Tensor, level: float, noise: t
     return x
 
 
-__all__ = ["FlowModel", "SDETrajectory", "flow_sigmas", "flow_noise", "shift_times", "sde_step_stats", "gaussian_log_prob", "broadcast_to",
-           "noise_latents", "sample_from_level"]
+__all__ = ["FlowModel", "SDETrajectory", "flow_sigmas", "flow_noise", "flow_error_weights", "LOSS_SPACES",
+           "shift_times", "sde_step_stats", "gaussian_log_prob", "broadcast_to", "noise_latents", "sample_from_level"]

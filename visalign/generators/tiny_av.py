@@ -21,7 +21,7 @@ from torch import nn
 
 from ..core.audio_video import AudioVideoFlowModel
 from ..core.config import ConfigError, check, option
-from ..core.flow import flow_noise, noise_latents, shift_times
+from ..core.flow import flow_error_weights, flow_noise, noise_latents, shift_times
 from ..core.generator import register_generator
 from .text_encoder import TinyTextEncoder
 from .tiny import _PromptFlowMixin
@@ -199,14 +199,16 @@ class TinyAudioVideoFlowGenerator(_TinyVideoMixin, _PromptFlowMixin, AudioVideoF
 
     def decoupled_flow_matching_loss(self, x0: torch.Tensor, cond: Any = None, generator: torch.Generator | None = None,
                                      fraction: float = 0.5, time_shift: float = 1.0,
-                                     noise: torch.Tensor | None = None) -> torch.Tensor:
+                                     noise: torch.Tensor | None = None, loss_space: str = "velocity") -> torch.Tensor:
         """Flow matching where a ``fraction`` of the items draw the audio's noise level independently of the video's
         (UniDiffuser-style): an item with clean video and noisy audio (or the reverse) is only denoised well by
         reading the other tower, which is what ties the sound's timing to the motion. ``fraction = 0`` is
-        :meth:`flow_matching_loss` (same draws); ``time_shift`` and ``noise`` as there."""
+        :meth:`flow_matching_loss` (same draws); ``time_shift``, ``noise`` and ``loss_space`` as there (with
+        ``"sample"`` each modality's error is weighted by its own level squared)."""
         check(0.0 <= fraction <= 1.0, f"fraction of decoupled noise levels must be in [0, 1], got {fraction}")
         if fraction == 0.0:
-            return self.flow_matching_loss(x0, cond, generator, time_shift=time_shift, noise=noise)
+            return self.flow_matching_loss(x0, cond, generator, time_shift=time_shift, noise=noise,
+                                           loss_space=loss_space)
         eps = flow_noise(x0, noise, generator)
         t = shift_times(torch.rand((x0.shape[0],), generator=generator), time_shift).to(x0.device, x0.dtype)
         own = shift_times(torch.rand((x0.shape[0],), generator=generator), time_shift).to(x0.device, x0.dtype)
@@ -215,7 +217,8 @@ class TinyAudioVideoFlowGenerator(_TinyVideoMixin, _PromptFlowMixin, AudioVideoF
         noise = self.split_latents(eps)
         per_part = {m: noise_latents(part, times[m], noise[m]) for m, part in self.split_latents(x0).items()}
         prediction = self.modality_velocity(self.join_latents(per_part), times, cond)
-        return (prediction - (eps - x0)).float().pow(2).mean()
+        levels = self.join_latents({m: times[m].view(-1, 1).expand_as(part) for m, part in self.split_latents(x0).items()})
+        return ((prediction - (eps - x0)).float().pow(2) * flow_error_weights(levels, loss_space)).mean()
 
     def encode_samples(self, samples: dict) -> torch.Tensor:
         """Audio-video dict -> flat latents (pretraining targets); shapes are checked against the config."""

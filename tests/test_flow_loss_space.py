@@ -1,0 +1,80 @@
+"""The flow-matching loss in velocity space (plain) and in clean-sample space (``loss_space="sample"``)."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from visalign import TinyAudioVideoFlowGenerator
+from visalign.core.flow import flow_error_weights, noise_latents
+from visalign.generators.tiny_av import TinyAudioVideoConfig
+
+PROMPT = "a red circle bouncing left and right with a low beep"
+
+
+def _tiny_av(prediction: str = "velocity") -> TinyAudioVideoFlowGenerator:
+    torch.manual_seed(0)
+    return TinyAudioVideoFlowGenerator(TinyAudioVideoConfig(image_size=16, frames=8, fps=8.0, patch_size=4, width=16,
+                                                            layers=1, heads=2, text_hidden=16, sample_rate=2048,
+                                                            audio_patch=64, prediction=prediction))
+
+
+def _draws(model, batch: int, seed: int, decoupled: bool = False):
+    """The loss's own draws, replayed from the same generator: ε, t (and the audio's level and the mask)."""
+    g = torch.Generator().manual_seed(seed)
+    eps, t = torch.randn((batch, *model.noise_shape), generator=g), torch.rand((batch,), generator=g)
+    if not decoupled:
+        return eps, t
+    return eps, t, torch.rand((batch,), generator=g), torch.rand((batch,), generator=g)
+
+
+def test_weights_are_one_or_the_level_squared_and_bad_spaces_are_named():
+    t = torch.tensor([0.0, 0.5, 1.0])
+    assert torch.equal(flow_error_weights(t, "velocity") * torch.ones(3), torch.ones(3))
+    assert torch.equal(flow_error_weights(t, "sample"), torch.tensor([0.0, 0.25, 1.0]))
+    with pytest.raises(ValueError, match="loss_space must be one of"):
+        flow_error_weights(t, "x0")
+    model = _tiny_av()
+    with pytest.raises(ValueError, match="loss_space must be one of"):
+        model.flow_matching_loss(torch.zeros(2, *model.noise_shape), model.encode([PROMPT] * 2), loss_space="eps")
+
+
+def test_the_sample_space_loss_weights_each_items_velocity_error_by_its_level_squared():
+    model = _tiny_av()
+    x0, cond = torch.randn(4, *model.noise_shape), model.encode([PROMPT] * 4)
+    eps, t = _draws(model, 4, seed=5)
+    with torch.no_grad():
+        error = (model.velocity(noise_latents(x0, t, eps), t, cond) - (eps - x0)).pow(2).mean(1)
+        plain = model.flow_matching_loss(x0, cond, torch.Generator().manual_seed(5))
+        sample = model.flow_matching_loss(x0, cond, torch.Generator().manual_seed(5), loss_space="sample")
+    assert plain.item() == pytest.approx(error.mean().item(), rel=1e-5)  # the default is the plain loss
+    assert sample.item() == pytest.approx((t ** 2 * error).mean().item(), rel=1e-5)
+    assert sample < plain
+
+
+def test_for_an_x_predicting_model_the_sample_space_loss_is_its_clean_estimate_error():
+    model = _tiny_av("sample")
+    x0, cond = torch.randn(4, *model.noise_shape), model.encode([PROMPT] * 4)
+    eps, t = _draws(model, 4, seed=7)
+    assert t.min() > 0.05  # above the level at which the velocity's divisor is clamped
+    with torch.no_grad():
+        estimate = model.backbone(noise_latents(x0, t, eps), t, model._cond(cond, 4))
+        loss = model.flow_matching_loss(x0, cond, torch.Generator().manual_seed(7), loss_space="sample")
+    assert loss.item() == pytest.approx((estimate - x0).pow(2).mean().item(), rel=1e-4)
+
+
+def test_decoupled_levels_weight_each_modality_by_its_own_level():
+    model = _tiny_av()
+    x0, cond = torch.randn(3, *model.noise_shape), model.encode([PROMPT] * 3)
+    eps, t, own, _ = _draws(model, 3, seed=11, decoupled=True)
+    times = {"video": t, "audio": own}  # fraction 1: every item draws the audio's level
+    with torch.no_grad():
+        parts = {m: noise_latents(p, times[m], model.split_latents(eps)[m]) for m, p in model.split_latents(x0).items()}
+        error = model.split_latents((model.modality_velocity(model.join_latents(parts), times, cond) - (eps - x0)) ** 2)
+        expected = torch.cat([error[m] * times[m].view(-1, 1) ** 2 for m in ("video", "audio")], 1).mean()
+        loss = model.decoupled_flow_matching_loss(x0, cond, torch.Generator().manual_seed(11), fraction=1.0,
+                                                  loss_space="sample")
+        same_levels = model.decoupled_flow_matching_loss(x0, cond, torch.Generator().manual_seed(11), fraction=0.0,
+                                                         loss_space="sample")
+    assert loss.item() == pytest.approx(expected.item(), rel=1e-5)
+    assert same_levels.item() == pytest.approx(
+        model.flow_matching_loss(x0, cond, torch.Generator().manual_seed(11), loss_space="sample").item())
