@@ -1285,12 +1285,14 @@ ENTRIES: tuple[Entry, ...] = (
                     "synced_given_video.png": "assets/readme/av_cross_modal_synced.png"}),
     _av_seeds_entry("av_compare_tiny_av_synced", AV_SYNCED, "the synced tiny AV base"),
     _av_seeds_entry("av_compare_tiny_av_fixed", AV_FIXED, "the fixed-motion tiny AV base"),
-    Entry("av_compare_tiny_av_fixed_ode_final",
-          tuple((f"seed={s}", (*_av_compare_120(AV_FIXED), "--methods", "av_grpo", "joint_grpo", "--set",
-                               "ode_final_steps=1", "--seed", s)) for s in AV_SEEDS),
-          fast=False, blocks={"av_compare_tiny_av_fixed_ode_final": av_per_seed_table},
-          note="AV-GRPO and joint GRPO on the fixed-motion tiny AV base as av_compare_tiny_av_fixed, the last sampling "
-               "step an ODE step (ode_final_steps 1), seeds 0-2"),
+    *(Entry(f"av_compare_tiny_av_fixed_{name}",
+            tuple((f"seed={s}", (*_av_compare_120(AV_FIXED), "--methods", "av_grpo", "joint_grpo", "--set",
+                                 f"ode_final_steps={n}", "--seed", s)) for s in AV_SEEDS),
+            fast=False, blocks={f"av_compare_tiny_av_fixed_{name}": av_per_seed_table},
+            note=f"AV-GRPO and joint GRPO on the fixed-motion tiny AV base as av_compare_tiny_av_fixed, {what} "
+                 f"(ode_final_steps {n}), seeds 0-2")
+      for name, n, what in (("ode_final", "1", "the last sampling step an ODE step"),
+                            ("sde_first", "3", "the SDE on the first of the 4 sampling steps only"))),
     Entry("av_audio_quality_alone",
           tuple((f"ode_final_steps={n}", (*_av_compare_120(AV_FIXED), "--methods", "av_grpo", "--order", "audio", "video",
                                           "--steps-per-modality", "1000", "--audio-rewards", "av_audio_quality",
