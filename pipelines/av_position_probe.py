@@ -19,6 +19,7 @@ from pathlib import Path
 
 import torch
 
+from visalign.core.flow import noise_latents
 from visalign.core.generator import load_generator
 from visalign.results import ResultRow, Tolerance, write_results
 from visalign.rewards.video import frames_of, object_track
@@ -46,10 +47,10 @@ def clean_estimates(model, x0: torch.Tensor, prompts: list[str], level: float, d
                     generator: torch.Generator) -> torch.Tensor:
     """The model's clean-latent estimate ``x_s − s·v(x_s, s)`` at noise level ``level``, averaged over ``draws``."""
     cond = model.encode(prompts)
+    levels = torch.full((x0.shape[0],), level)
     total = torch.zeros_like(x0)
     for _ in range(draws):
-        noise = torch.randn(x0.shape, generator=generator)
-        xt = (1 - level) * x0 + level * noise
+        xt = noise_latents(x0, levels, torch.randn(x0.shape, generator=generator))
         total += xt - level * model.velocity(xt, model.time(level, xt), cond)
     return total / draws
 

@@ -78,3 +78,12 @@ def test_decoupled_levels_weight_each_modality_by_its_own_level():
     assert loss.item() == pytest.approx(expected.item(), rel=1e-5)
     assert same_levels.item() == pytest.approx(
         model.flow_matching_loss(x0, cond, torch.Generator().manual_seed(11), loss_space="sample").item())
+
+
+def test_latent_levels_spread_each_modalitys_level_over_its_part():
+    model = _tiny_av()
+    levels = model.latent_levels({"video": torch.tensor([0.2, 0.7]), "audio": torch.tensor([0.9, 0.1])})
+    parts = model.split_latents(levels)
+    assert levels.shape == (2, *model.noise_shape)
+    assert torch.equal(parts["video"], torch.tensor([[0.2], [0.7]]).expand_as(parts["video"]))
+    assert torch.equal(parts["audio"], torch.tensor([[0.9], [0.1]]).expand_as(parts["audio"]))

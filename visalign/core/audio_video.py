@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from abc import abstractmethod
-from typing import ClassVar
+from typing import ClassVar, Mapping
 
 import torch
 from torch import nn
@@ -42,6 +42,11 @@ class AudioVideoFlowModel(FlowModel):
         """Inverse of :meth:`split_latents`."""
         slices = self.latent_slices()
         return torch.cat([parts[m] for m in sorted(slices, key=lambda m: slices[m].start)], dim=1)
+
+    def latent_levels(self, times: Mapping[str, torch.Tensor]) -> torch.Tensor:
+        """Flat ``[B, D]`` noise levels: each modality's per-item level ``times[m]`` (``[B]``) over its part."""
+        return self.join_latents({m: times[m].view(-1, 1).expand(-1, s.stop - s.start)
+                                  for m, s in self.latent_slices().items()})
 
     def tower_parameters(self, modality: str) -> list[tuple[str, nn.Parameter]]:
         """Named trainable parameters of ``modality``'s tower."""

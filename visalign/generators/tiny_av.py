@@ -185,8 +185,7 @@ class TinyAudioVideoFlowGenerator(_TinyVideoMixin, _PromptFlowMixin, AudioVideoF
         each modality at its own noise level."""
         if self.config.prediction == "velocity":
             return out
-        c = self.config
-        t = torch.cat([video_t.view(-1, 1).expand(-1, c.video_size), audio_t.view(-1, 1).expand(-1, c.audio_length)], 1)
+        t = self.latent_levels({"video": video_t, "audio": audio_t})
         return (x - out) / t.clamp_min(SAMPLE_PREDICTION_MIN_TIME).to(x.dtype)
 
     def modality_velocity(self, x: torch.Tensor, times: Mapping[str, torch.Tensor], cond: Any = None) -> torch.Tensor:
@@ -214,11 +213,11 @@ class TinyAudioVideoFlowGenerator(_TinyVideoMixin, _PromptFlowMixin, AudioVideoF
         own = shift_times(torch.rand((x0.shape[0],), generator=generator), time_shift).to(x0.device, x0.dtype)
         decoupled = torch.rand((x0.shape[0],), generator=generator).to(x0.device) < fraction
         times = {"video": t, "audio": torch.where(decoupled, own, t)}
-        noise = self.split_latents(eps)
-        per_part = {m: noise_latents(part, times[m], noise[m]) for m, part in self.split_latents(x0).items()}
+        eps_parts = self.split_latents(eps)
+        per_part = {m: noise_latents(part, times[m], eps_parts[m]) for m, part in self.split_latents(x0).items()}
         prediction = self.modality_velocity(self.join_latents(per_part), times, cond)
-        levels = self.join_latents({m: times[m].view(-1, 1).expand_as(part) for m, part in self.split_latents(x0).items()})
-        return ((prediction - (eps - x0)).float().pow(2) * flow_error_weights(levels, loss_space)).mean()
+        weights = flow_error_weights(self.latent_levels(times), loss_space)
+        return ((prediction - (eps - x0)).float().pow(2) * weights).mean()
 
     def encode_samples(self, samples: dict) -> torch.Tensor:
         """Audio-video dict -> flat latents (pretraining targets); shapes are checked against the config."""
