@@ -4,7 +4,8 @@ Per method (``av_grpo`` modes anchored / joint / video_sde / routed, same steps,
 desync, each modality's quality and prompt alignment before -> after on a fixed evaluation set (same prompts and
 noise; paired standard errors), rollouts used (generator samples drawn, the anchored reference draw included),
 seconds per step, and the rollouts AV-GRPO needed to first match joint GRPO's final desync gain (evaluated every
-``--eval-every`` steps). Also: Spearman correlation, within groups, between the trained modality's advantage and its
+``--eval-every`` steps; ``--budget-curve fixed`` measures that curve on the table's fixed evaluation set, so the
+budget agrees with the table's desync change). Also: Spearman correlation, within groups, between the trained modality's advantage and its
 own quality metric in anchored rollouts (and, for contrast, in joint rollouts). Writes ``results.json``, a contact
 sheet (frames with the waveform under them, base and after each method) and the desync curves.
 
@@ -19,6 +20,7 @@ import shutil
 import sys
 import time
 from pathlib import Path
+from typing import Sequence
 
 import torch
 
@@ -31,15 +33,18 @@ from visalign.trainer import Trainer, TrainerCallback, TrainerConfig
 METHODS = {"av_grpo": "anchored", "joint_grpo": "joint", "video_sde": "video_sde", "routed": "routed"}
 COMPONENTS = {"av_video_quality": 10.0, "av_audio_quality": 0.05, "av_video_alignment": 1.0, "av_audio_alignment": 1.0,
               "av_desync": 1.0}  # weights of the summed reward (joint / video_sde): each component's spread ~ 1
+EVAL_SEED = 10_000  # noise seed of the fixed evaluation set
 REPORTED = ["av_desync", "av_video_quality", "av_audio_quality", "av_video_alignment", "av_audio_alignment"]
 
 
-def make_reward(min_travel: float):
+def make_reward(min_travel: float, extra: Sequence[str] = ()):
     """The summed reward of the five verifiers; ``min_travel`` is av_video_quality's (0: the motion fit alone, which
-    objectless frames win)."""
+    objectless frames win). ``extra``: other registered rewards to score beside them at weight 0 (components a reward
+    set can name, e.g. the no-signal ``null_score`` control, that the summed reward leaves out)."""
     options = {"av_video_quality": {"min_travel": min_travel}}
+    weights = {**COMPONENTS, **{k: 0.0 for k in extra if k not in COMPONENTS}}
     return build_reward({"name": "multi", "rewards": [{"name": k, "weight": w, **options.get(k, {})}
-                                                      for k, w in COMPONENTS.items()]})
+                                                      for k, w in weights.items()]})
 
 
 def toy_base(path: Path, steps: int, seed: int = 0):
@@ -84,10 +89,14 @@ def per_sample_metrics(model, prompts: list[str], seed: int, min_travel: float) 
     return {k: v.float() for k, v in reward.components().items()}, samples
 
 
-def paired(before: torch.Tensor, after: torch.Tensor) -> dict[str, float]:
+def paired(before: torch.Tensor, after: torch.Tensor) -> dict[str, float | None]:
+    """Means before and after, the paired change and its standard error, and the change in standard errors
+    (``in_se``, from the unrounded values: the rounded change of a small metric can read 0.0001 ± 0.0000)."""
     diff = after - before
+    se = float(diff.std() / diff.numel() ** 0.5)
     return {"before": round(float(before.mean()), 4), "after": round(float(after.mean()), 4),
-            "delta": round(float(diff.mean()), 4), "se": round(float(diff.std() / diff.numel() ** 0.5), 4)}
+            "delta": round(float(diff.mean()), 4), "se": round(se, 4),
+            "in_se": round(float(diff.mean()) / se, 2) if se > 0 else None}
 
 
 class Clock(TrainerCallback):
@@ -103,6 +112,19 @@ class Clock(TrainerCallback):
     def on_step_end(self, trainer, metrics) -> None:
         self.seconds += time.perf_counter() - self._start
         self._start = 0.0
+
+
+class FixedSetDesync(TrainerCallback):
+    """At every trainer evaluation, the policy's mean desync on the table's fixed evaluation set (its prompts and
+    noise seed): a desync curve whose first and last points are the table's before and after."""
+
+    def __init__(self, prompts: list[str], seed: int, min_travel: float) -> None:
+        self.prompts, self.seed, self.min_travel = prompts, seed, min_travel
+        self.curve: list[tuple[int, float]] = []
+
+    def on_evaluate(self, trainer, tag, metrics) -> None:
+        components, _ = per_sample_metrics(trainer.policy, self.prompts, self.seed, self.min_travel)
+        self.curve.append((trainer.step, float(components["av_desync"].mean())))
 
 
 def spearman(a: torch.Tensor, b: torch.Tensor) -> float:
@@ -140,7 +162,7 @@ def advantage_correlation(base, prompts: list[str], group: int, seed: int, min_t
     return out
 
 
-def train(method: str, base_path: Path, prompts: list[str], args, out: Path):
+def train(method: str, base_path: Path, prompts: list[str], eval_prompts: list[str], args, out: Path):
     policy = load_generator(base_path)
     reference = load_generator(base_path).frozen_copy()
     section = {"name": "av_grpo", "mode": METHODS[method], "group_size": args.group, "num_steps": args.num_steps,
@@ -155,9 +177,13 @@ def train(method: str, base_path: Path, prompts: list[str], args, out: Path):
                         output_dir=str(out / method), seed=args.seed)
     shutil.rmtree(out / method, ignore_errors=True)  # a fresh metrics.jsonl
     clock = Clock()
-    trainer = Trainer(policy, algo, make_reward(args.min_travel), PromptList(prompts), cfg, reference=reference, callbacks=[clock])
+    fixed_set = FixedSetDesync(eval_prompts, EVAL_SEED, args.min_travel)
+    callbacks = [clock, fixed_set] if args.budget_curve == "fixed" else [clock]
+    extra = [*(args.video_rewards or ()), *(args.audio_rewards or ())]
+    trainer = Trainer(policy, algo, make_reward(args.min_travel, extra), PromptList(prompts), cfg, reference=reference, callbacks=callbacks)
     trainer.train()
-    curve = [(r["step"], r["eval/av_desync"]) for r in trainer.history if "eval/av_desync" in r]
+    curve = fixed_set.curve if args.budget_curve == "fixed" else [
+        (r["step"], r["eval/av_desync"]) for r in trainer.history if "eval/av_desync" in r]
     return policy, {"rollouts": args.steps * args.prompts_per_step * algo.samples_per_prompt,
                     "rollouts_per_step": args.prompts_per_step * algo.samples_per_prompt,
                     "seconds_per_step": round(clock.seconds / args.steps, 3), "desync_curve": curve}
@@ -200,6 +226,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pretrain-steps", type=int, default=3000)
     p.add_argument("--min-travel", type=float, default=0.3, help="av_video_quality's min_travel (fraction of the "
                    "frame the fitted bounce must cross; 0: the motion fit alone, as before the travel term existed)")
+    p.add_argument("--budget-curve", choices=["periodic", "fixed"], default="periodic",
+                   help="the desync curve the budget reads: the trainer's periodic evaluations (their own noise draw) "
+                        "or the table's fixed evaluation set at the same steps (agrees with the table; 64 more samples "
+                        "per evaluation)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=Path("runs/av_compare"))
     p.add_argument("--results", default=None, help="also write the result file (visalign.results format) here")
@@ -217,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
         base_path, prompts = args.checkpoint, world_prompts()
     eval_prompts = [prompts[i % len(prompts)] for i in range(args.eval_size)]
     base = load_generator(base_path)
-    before, base_samples = per_sample_metrics(base, eval_prompts, 10_000, args.min_travel)
+    before, base_samples = per_sample_metrics(base, eval_prompts, EVAL_SEED, args.min_travel)
     results = {"model": args.model, "settings": {k: str(v) for k, v in vars(args).items()},
                "advantage_spearman_vs_own_quality": advantage_correlation(
                    base, [prompts[i % len(prompts)] for i in range(16)], args.group, args.seed, args.min_travel),
@@ -225,15 +255,15 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps(results["advantage_spearman_vs_own_quality"]))
     shown = {"base": base_samples}
     for method in args.methods:
-        policy, info = train(method, base_path, prompts, args, args.out)
-        after, samples = per_sample_metrics(policy, eval_prompts, 10_000, args.min_travel)
+        policy, info = train(method, base_path, prompts, eval_prompts, args, args.out)
+        after, samples = per_sample_metrics(policy, eval_prompts, EVAL_SEED, args.min_travel)
         shown[method] = samples
         info["metrics"] = {k: paired(before[k], after[k]) for k in REPORTED}
         results["methods"][method] = info
         print(method, json.dumps(info["metrics"]), info["rollouts"], info["seconds_per_step"])
     if "av_grpo" in results["methods"] and "joint_grpo" in results["methods"]:
         joint, ours = results["methods"]["joint_grpo"], results["methods"]["av_grpo"]
-        start = joint["desync_curve"][0][1]  # the trainer's evaluation at step 0 (the same for every method)
+        start = joint["desync_curve"][0][1]  # the evaluation at step 0 (the same for every method)
         gain = joint["desync_curve"][-1][1] - start
         need = rollouts_to_match(ours["desync_curve"], start, gain, ours["rollouts_per_step"]) if gain > 0 else None
         results["budget"] = {"joint_desync_gain": round(gain, 4), "joint_rollouts": joint["rollouts"],
@@ -262,7 +292,8 @@ def result_rows(results: dict) -> list[ResultRow]:
         metrics = info["metrics"]
         rows.append(ResultRow(method, {k.removeprefix("av_"): metrics[k]["delta"] for k in REPORTED},
                               se={k.removeprefix("av_"): metrics[k]["se"] for k in REPORTED},
-                              info={"rollouts": info["rollouts"], "seconds_per_step": info["seconds_per_step"]}))
+                              info={"rollouts": info["rollouts"], "seconds_per_step": info["seconds_per_step"],
+                                    "change_in_se": {k.removeprefix("av_"): metrics[k]["in_se"] for k in REPORTED}}))
     if "budget" in results:
         budget = results["budget"]
         rows.append(ResultRow("budget", {"joint_desync_gain": budget["joint_desync_gain"]},

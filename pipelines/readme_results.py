@@ -411,8 +411,13 @@ def av_toy_budget(t: ResultTable) -> str:
     return " ".join(parts).removesuffix(".")
 
 
+def run_seeds(t: ResultTable) -> list[str]:
+    """The seeds of an entry whose runs are labelled ``seed=S``, in run order."""
+    return list(dict.fromkeys(r.row.split("/")[0].removeprefix("seed=") for r in t.rows if r.row.startswith("seed=")))
+
+
 def av_toy_spearman(t: ResultTable) -> str:
-    rho = [v for s in AV_SEEDS for k, v in t.row(f"seed={s}/advantage spearman").values.items()
+    rho = [v for s in run_seeds(t) for k, v in t.row(f"seed={s}/advantage spearman").values.items()
            if k.startswith("anchored/") and k.endswith("/own_score")]
     return _spread(rho, 2)
 
@@ -752,15 +757,26 @@ def av_change_table(t: ResultTable, prefixes: dict[str, str]) -> str:
 
 def av_large_budget(t: ResultTable) -> str:
     """Per seed, what AV-GRPO needed to match joint GRPO's final desync gain (runs labelled ``seed=S/pair=1``)."""
+    return av_budget(t, "seed={seed}/pair=1/")
+
+
+def av_per_seed_budget(t: ResultTable) -> str:
+    """av_large_budget for runs labelled ``seed=S`` (AV-GRPO and joint GRPO in one av_compare run per seed)."""
+    return av_budget(t, "seed={seed}/")
+
+
+def av_budget(t: ResultTable, prefix: str) -> str:
+    """Per seed, what AV-GRPO needed to match joint GRPO's final desync gain (the seed's run: ``prefix`` formatted
+    with it)."""
     parts = []
-    for seed in AV_SEEDS:
-        budget = t.row(f"seed={seed}/pair=1/budget")
+    for seed in run_seeds(t):
+        budget = t.row(prefix.format(seed=seed) + "budget")
         gain, ratio = budget.values["joint_desync_gain"], budget.info["ratio"]
         if gain <= 0:
             parts.append(f"seed {seed}: joint GRPO's desync did not improve ({signed(gain, 3)} frames)")
         elif ratio is None:
             parts.append(f"seed {seed}: AV-GRPO did not reach joint GRPO's gain ({signed(gain, 3)} frames) within its "
-                         f"{t.row(f'seed={seed}/pair=1/av_grpo').info['rollouts']} rollouts")
+                         f"{t.row(prefix.format(seed=seed) + 'av_grpo').info['rollouts']} rollouts")
         else:
             parts.append(f"seed {seed}: AV-GRPO matched joint GRPO's gain ({signed(gain, 3)} frames) at {ratio:.2f}× "
                          "joint's rollouts")
@@ -778,14 +794,46 @@ def av_seeds_table(t: ResultTable) -> str:
 
 
 def av_per_seed_table(t: ResultTable) -> str:
-    """The methods of runs labelled ``seed=S`` (one per seed of AV_SEEDS)."""
-    return av_change_table(t, {f"seed={s}/": f", seed {s}" for s in AV_SEEDS})
+    """The methods of runs labelled ``seed=S`` (one per seed)."""
+    return av_change_table(t, {f"seed={s}/": f", seed {s}" for s in run_seeds(t)})
 
 
 def av_audio_quality_alone_table(t: ResultTable) -> str:
     """AV-GRPO training the audio only on audio quality alone, the last sampling step SDE or ODE."""
     return av_change_table(t, {"ode_final_steps=0/": ", audio only on audio quality, last step SDE",
                                "ode_final_steps=1/": ", audio only on audio quality, last step ODE"})
+
+
+AV_DRIFT_RUNS = {f"reward={r}/kl_steps={k}": (r, k) for k in ("sde", "all") for r in ("av_audio_quality", "null_score")}
+
+
+def av_audio_drift_table(t: ResultTable) -> str:
+    """The audio tower trained alone on audio quality or on the no-signal null_score, the KL on the SDE step or on
+    every step."""
+    what = {"sde": "KL on the SDE step", "all": "KL on every step"}
+    return av_change_table(t, {f"{label}/": f", audio only on {'`null_score`' if r == 'null_score' else 'audio quality'}, "
+                                           f"{what[k]}" for label, (r, k) in AV_DRIFT_RUNS.items()})
+
+
+def av_second_claim(t: ResultTable) -> str:
+    """Per seed, AV-GRPO's changes of desync and of each modality's quality in standard errors (from the unrounded
+    values), whether the issue's second claim holds there (desync up, both qualities ≥ −1 SE), and the same for the
+    seeds pooled by Stouffer's method (Σz / √n: one test of the claim on all the evaluations at once)."""
+    metrics = (("desync", "desync"), ("video_quality", "video quality"), ("audio_quality", "audio quality"))
+    per_seed = {seed: {k: t.row(f"seed={seed}/av_grpo").info["change_in_se"][k] or 0.0 for k, _ in metrics}
+                for seed in run_seeds(t)}
+    pooled = {k: sum(z[k] for z in per_seed.values()) / math.sqrt(len(per_seed)) for k, _ in metrics}
+
+    def line(z: dict[str, float]) -> str:
+        holds = z["desync"] > 0 and z["video_quality"] >= -1 and z["audio_quality"] >= -1
+        return ", ".join(f"{label} {signed(z[k], 1)} SE" for k, label in metrics) + f" ({'holds' if holds else 'fails'})"
+
+    return ";\n".join([*(f"seed {seed}: {line(z)}" for seed, z in per_seed.items()),
+                        f"pooled over the {len(per_seed)} seeds (Stouffer): {line(pooled)}"])
+
+
+#: README blocks of a per-seed entry beyond its table
+AV_SEED_PARTS = {"budget": av_per_seed_budget, "spearman": av_toy_spearman, "claim": av_second_claim}
 
 
 def av_large_batch_table(t: ResultTable) -> str:
@@ -904,6 +952,21 @@ def _av_seeds_entry(name: str, checkpoint: str, base: str) -> Entry:
                  pictures={"run_0/before_after.png": f"assets/readme/av_grpo_{name.removeprefix('av_compare_')}.png"},
                  note=f"AV-GRPO and its baselines on {base}, 120 steps at lr 3e-5: AV-GRPO and joint GRPO on seeds 0-2, "
                       "video-SDE and routed on seed 0")
+
+
+def _av_fixed_entry(name: str, settings: tuple[str, ...], extra: tuple[str, ...], parts: tuple[str, ...], what: str,
+                    seeds: tuple[str, ...] = AV_SEEDS, picture: bool = False) -> Entry:
+    """AV-GRPO and joint GRPO on the fixed-motion base as av_compare_tiny_av_fixed, with the av_grpo options
+    ``settings`` and the av_compare options ``extra``, one run per seed; ``parts``: README blocks beyond the table
+    (keys of AV_SEED_PARTS); ``picture``: keep the first seed's before/after sheet."""
+    return Entry(f"av_compare_tiny_av_fixed_{name}",
+                 tuple((f"seed={s}", (*_av_compare_120(AV_FIXED), "--methods", "av_grpo", "joint_grpo", "--set",
+                                      *settings, *extra, "--seed", s)) for s in seeds),
+                 fast=False, blocks={f"av_compare_tiny_av_fixed_{name}": av_per_seed_table,
+                                     **{f"av_compare_tiny_av_fixed_{name}/{part}": AV_SEED_PARTS[part] for part in parts}},
+                 pictures={"run_0/before_after.png": f"assets/readme/av_grpo_tiny_av_fixed_{name}.png"} if picture else {},
+                 note=f"AV-GRPO and joint GRPO on the fixed-motion tiny AV base as av_compare_tiny_av_fixed, {what} "
+                      f"({' '.join(settings)}), seeds {seeds[0]}-{seeds[-1]}")
 
 
 def _shipped_av(folder: str, *world: str) -> tuple[str, ...]:
@@ -1285,14 +1348,25 @@ ENTRIES: tuple[Entry, ...] = (
                     "synced_given_video.png": "assets/readme/av_cross_modal_synced.png"}),
     _av_seeds_entry("av_compare_tiny_av_synced", AV_SYNCED, "the synced tiny AV base"),
     _av_seeds_entry("av_compare_tiny_av_fixed", AV_FIXED, "the fixed-motion tiny AV base"),
-    *(Entry(f"av_compare_tiny_av_fixed_{name}",
-            tuple((f"seed={s}", (*_av_compare_120(AV_FIXED), "--methods", "av_grpo", "joint_grpo", "--set",
-                                 f"ode_final_steps={n}", "--seed", s)) for s in AV_SEEDS),
-            fast=False, blocks={f"av_compare_tiny_av_fixed_{name}": av_per_seed_table},
-            note=f"AV-GRPO and joint GRPO on the fixed-motion tiny AV base as av_compare_tiny_av_fixed, {what} "
-                 f"(ode_final_steps {n}), seeds 0-2")
-      for name, n, what in (("ode_final", "1", "the last sampling step an ODE step"),
-                            ("sde_first", "3", "the SDE on the first of the 4 sampling steps only"))),
+    _av_fixed_entry("ode_final", ("ode_final_steps=1",), (), (), "the last sampling step an ODE step"),
+    _av_fixed_entry("sde_first", ("ode_final_steps=3",), ("--budget-curve", "fixed"), ("budget",),
+                    "the SDE on the first of the 4 sampling steps only, the budget on the fixed evaluation set"),
+    _av_fixed_entry("kl_all", ("ode_final_steps=3", "kl_steps=all"), ("--budget-curve", "fixed"),
+                    ("budget", "spearman", "claim"),
+                    "the SDE on the first sampling step and the KL on every step, the budget on the fixed evaluation "
+                    "set"),
+    _av_fixed_entry("video_noise", ("ode_final_steps=3", "kl_steps=all"),
+                    ("--noise-video", "0.7", "--budget-curve", "fixed"), ("budget", "spearman", "claim"),
+                    "as kl_all with the video's SDE noise level 0.7 (the audio's), seeds 3 and 4 added after the "
+                    "setting was chosen on seeds 1 and 2", seeds=("0", "1", "2", "3", "4"), picture=True),
+    Entry("av_audio_drift",
+          tuple((label, (*_av_compare_120(AV_FIXED), "--methods", "av_grpo", "--order", "audio", "video",
+                         "--steps-per-modality", "1000", "--audio-rewards", reward, "--set", "ode_final_steps=3",
+                         f"kl_steps={where}")) for label, (reward, where) in AV_DRIFT_RUNS.items()),
+          fast=False, blocks={"av_audio_drift": av_audio_drift_table},
+          note="AV-GRPO on the fixed-motion tiny AV base training the audio tower only, 120 steps at lr 3e-5, SDE on "
+               "the first sampling step: on audio quality or on the no-signal null_score, the KL on the SDE step or "
+               "on every step"),
     Entry("av_audio_quality_alone",
           tuple((f"ode_final_steps={n}", (*_av_compare_120(AV_FIXED), "--methods", "av_grpo", "--order", "audio", "video",
                                           "--steps-per-modality", "1000", "--audio-rewards", "av_audio_quality",

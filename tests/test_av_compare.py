@@ -46,3 +46,35 @@ def test_a_short_comparison_reports_each_method_against_the_same_base(checkpoint
     # the anchored group draws one reference per prompt on top of the group
     assert results["methods"]["av_grpo"]["rollouts"] == 2 * 2 * (4 + 1)
     assert results["methods"]["joint_grpo"]["rollouts"] == 2 * 2 * 4
+
+
+def test_fixed_set_budget_curve_starts_and_ends_at_the_table(checkpoint, tmp_path):
+    """--budget-curve fixed: the desync curve is measured on the table's evaluation set, so its first and last points
+    are the table's before and after desync of each method."""
+    results, _ = _run(checkpoint, tmp_path, "--methods", "av_grpo", "joint_grpo", "--steps", "2", "--eval-every", "1",
+                      "--steps-per-modality", "1", "--budget-curve", "fixed", "--lr", "0.05")
+    for method in ("av_grpo", "joint_grpo"):
+        curve, table = results["methods"][method]["desync_curve"], results["methods"][method]["metrics"]["av_desync"]
+        assert [step for step, _ in curve] == [0, 1, 2]
+        assert curve[0][1] == pytest.approx(table["before"], abs=1e-4)
+        assert curve[-1][1] == pytest.approx(table["after"], abs=1e-4)
+    assert "budget" in results
+
+
+def test_a_reward_set_may_name_a_reward_outside_the_summed_five(checkpoint, tmp_path):
+    """A reward set naming another registered reward (here the no-signal null_score) scores it at weight 0: the
+    audio tower trains on it, and the summed reward of the baselines is unchanged."""
+    reward = av_compare.make_reward(0.3, ["null_score", "av_desync"])
+    assert {part.name: w for part, w in reward.parts()} == {**av_compare.COMPONENTS, "null_score": 0.0}
+    results, _ = _run(checkpoint, tmp_path, "--methods", "av_grpo", "--steps", "1", "--order", "audio", "video",
+                      "--audio-rewards", "null_score")
+    assert results["methods"]["av_grpo"]["rollouts"] == 2 * (4 + 1)
+
+
+def test_paired_change_reports_it_in_standard_errors_from_unrounded_values():
+    import torch
+
+    small = av_compare.paired(torch.zeros(4), torch.tensor([1e-5, 2e-5, 3e-5, 4e-5]))
+    assert small["delta"] == 0.0 and small["se"] == 0.0  # four decimals hide it
+    assert small["in_se"] == pytest.approx(2.5 / (torch.tensor([1.0, 2, 3, 4]).std().item() / 2), abs=0.01)
+    assert av_compare.paired(torch.ones(3), torch.ones(3))["in_se"] is None

@@ -194,6 +194,7 @@ def test_mid_cycle_state_reuses_the_first_modality_prompts():
     ({"tower_patterns": {"video": ["x"]}}, "av_grpo.tower_patterns"),
     ({"std_cap": 0.0}, "av_grpo.std_cap"),
     ({"ode_final_steps": -1}, "av_grpo.ode_final_steps"),
+    ({"kl_steps": "ode"}, "av_grpo.kl_steps"),
 ])
 def test_bad_config_is_named(overrides, message):
     with pytest.raises(ConfigError, match=message):
@@ -294,3 +295,37 @@ def test_ode_final_steps_end_every_sample_with_an_ode_step_that_is_not_trained(m
     too_many.setup(ctx)
     with pytest.raises(ConfigError, match="must leave an SDE step"):
         too_many.rollout(ctx, PromptBatch(PROMPTS), torch.Generator().manual_seed(0))
+
+
+def test_kl_on_every_step_adds_the_ode_steps_kl_to_the_loss():
+    """kl_steps: all adds, for each ODE step, its time-weighted β·KL between the policy's and the reference's step
+    means (the SDE steps' terms are the same as with kl_steps: sde); with the reference equal to the policy it adds 0."""
+    from visalign.algorithms.av_rollout import time_weights
+
+    model, reference = make_model(0), make_model(1).frozen_copy()
+    ctx = TrainContext(model, reference, make_reward(), torch.device("cpu"))
+    losses = {}
+    for where in ("sde", "all"):
+        algo = AVGRPO(AVGRPOConfig(group_size=4, ode_final_steps=1, kl_audio=0.3, kl_steps=where))
+        algo.modality = "audio"
+        algo.setup(ctx)
+        rollout = algo.rollout(ctx, PromptBatch(PROMPTS), torch.Generator().manual_seed(0))
+        with torch.no_grad():
+            losses[where] = float(algo.loss(ctx, rollout)[0])
+    traj = rollout.extras["trajectory"]
+    last = traj.num_steps - 1
+    with torch.no_grad():
+        cond, ref_cond = model.encode(rollout.batch.prompts), reference.encode(rollout.batch.prompts)
+        (mean, std), (ref_mean, _) = (part_transitions(m, traj, last, c)["audio"]
+                                      for m, c in ((model, cond), (reference, ref_cond)))
+    kl = float(((mean - ref_mean) ** 2).flatten(1).mean(1).mean() / (2 * std**2))
+    assert kl > 0
+    expected = 0.3 * kl * float(time_weights(traj.sigmas)[last]) / traj.num_steps
+    assert losses["all"] - losses["sde"] == pytest.approx(expected, rel=1e-4)
+    same = TrainContext(model, model.frozen_copy(), make_reward(), torch.device("cpu"))
+    algo = AVGRPO(AVGRPOConfig(group_size=4, ode_final_steps=1, kl_audio=0.3, kl_steps="all"))
+    algo.modality = "audio"
+    algo.setup(same)
+    rollout = algo.rollout(same, PromptBatch(PROMPTS), torch.Generator().manual_seed(0))
+    _, metrics = algo.loss(same, rollout)
+    assert metrics["av_grpo/kl"] == pytest.approx(0.0, abs=1e-10)

@@ -8,7 +8,9 @@ reward set: every component z-scored within the group, averaged, z-scored again.
 
     λ_k · [max(−A·ρ_k, −A·clip(ρ_k, 1 ± c)) + β_m · ‖μ_θ,k − μ_ref,k‖² / (2σ_k²)],   ρ_k = π_θ(x_{k+1}|x_k) / π_old
 
-over the trained part m only, with the locked partner in x_k (so ρ = 1 at the old policy). Only that modality's
+over the trained part m only, with the locked partner in x_k (so ρ = 1 at the old policy). With ``ode_final_steps``
+the last steps are ODE steps and carry no policy term; ``kl_steps: all`` keeps the KL term on them (with σ_k the
+SDE's std there), so no noise level is left without a trust region. Only that modality's
 tower updates (plus the shared parameters with ``train_shared``); the modality alternates every
 ``steps_per_modality`` steps (video, then audio on the same prompts), the optimizer state is cleared at every
 switch, and a non-finite advantage on any rank skips the step and switches modality.
@@ -34,6 +36,7 @@ from ..rewards.multi import group_normalize
 from .av_rollout import joint_log_prob, part_transitions, sample_av, time_weights
 
 MODES = ("anchored", "joint", "video_sde", "routed")
+KL_STEPS = ("sde", "all")
 
 
 @dataclass
@@ -49,6 +52,8 @@ class AVGRPOConfig:
     clip_range: float = option(0.2, "PPO ratio clip c")
     kl_video: float = option(0.01, "β of the velocity KL to the reference on the video part")
     kl_audio: float = option(0.002, "β of the velocity KL to the reference on the audio part")
+    kl_steps: str = option("sde", "where the velocity KL applies: sde (the trained SDE steps) | all (every sampling "
+                                  "step, the ODE steps too, so no noise level drifts from the reference unseen)")
     time_weighted: bool = option(True, "weight each step's loss by λ_k = sqrt(σ/(Δσ(1−σ))) (normalised to mean 1)")
     adv_clip: float = option(5.0, "advantages are clipped to ±adv_clip")
     renormalize: bool = option(True, "z-score a modality's averaged reward-set score again within the group (false: "
@@ -77,6 +82,7 @@ class AVGRPOConfig:
         check(self.ode_final_steps >= 0, f"av_grpo.ode_final_steps must be >= 0, got {self.ode_final_steps}")
         check(self.clip_range > 0, f"av_grpo.clip_range must be > 0, got {self.clip_range}")
         check(self.kl_video >= 0 and self.kl_audio >= 0, "av_grpo.kl_video and kl_audio must be >= 0")
+        check(self.kl_steps in KL_STEPS, f"av_grpo.kl_steps must be one of {list(KL_STEPS)}, got {self.kl_steps!r}")
         check(self.adv_clip > 0, f"av_grpo.adv_clip must be > 0, got {self.adv_clip}")
         check(bool(self.video_rewards) and bool(self.audio_rewards), "av_grpo.video_rewards and audio_rewards must be non-empty")
         check(sorted(self.order) == ["audio", "video"], f"av_grpo.order must list video and audio once each, got {self.order}")
@@ -259,10 +265,11 @@ class AVGRPO(Algorithm):
         weights = time_weights(traj.sigmas) if cfg.time_weighted else torch.ones(traj.num_steps)
         total = torch.zeros((), device=ctx.device)
         ratios, clipped, kls = [], [], []
-        for k in traj.sde_steps:
+        every_step = cfg.kl_steps == "all" and ref_cond is not None
+        for k in range(traj.num_steps) if every_step else traj.sde_steps:
             new = part_transitions(policy, traj, k, cond)
             step_loss = torch.zeros((), device=ctx.device)
-            for parts, name in heads:
+            for parts, name in heads if k in traj.sde_steps else ():
                 adv = rollout.extras["advantages"][name]
                 ratio = torch.exp(joint_log_prob(policy, traj, k, parts, new) - joint_log_prob(policy, traj, k, parts))
                 step_loss = step_loss + torch.maximum(-adv * ratio, -adv * ratio.clamp(1 - cfg.clip_range, 1 + cfg.clip_range)).mean()
