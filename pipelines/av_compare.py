@@ -5,8 +5,8 @@ desync, each modality's quality and prompt alignment before -> after on a fixed 
 noise; paired standard errors), rollouts used (generator samples drawn, the anchored reference draw included),
 seconds per step, and the rollouts AV-GRPO needed to first match joint GRPO's final desync gain (evaluated every
 ``--eval-every`` steps; ``--budget-curve fixed`` measures that curve on the table's fixed evaluation set, so the
-budget agrees with the table's desync change). Also: Spearman correlation, within groups, between the trained modality's advantage and its
-own quality metric in anchored rollouts (and, for contrast, in joint rollouts). Writes ``results.json``, a contact
+budget agrees with the table's desync change). Also: Spearman correlation, within groups, between the trained
+modality's advantage and its own quality metric in anchored rollouts (and, for contrast, in joint rollouts). Writes ``results.json``, a contact
 sheet (frames with the waveform under them, base and after each method) and the desync curves.
 
     python pipelines/av_compare.py --model toy            # toy two-tower MLP flow (visalign.toys.av_toy), ~45-85 s (4 methods x 320 steps)
@@ -177,13 +177,13 @@ def train(method: str, base_path: Path, prompts: list[str], eval_prompts: list[s
                         output_dir=str(out / method), seed=args.seed)
     shutil.rmtree(out / method, ignore_errors=True)  # a fresh metrics.jsonl
     clock = Clock()
-    fixed_set = FixedSetDesync(eval_prompts, EVAL_SEED, args.min_travel)
-    callbacks = [clock, fixed_set] if args.budget_curve == "fixed" else [clock]
+    fixed_set = FixedSetDesync(eval_prompts, EVAL_SEED, args.min_travel) if args.budget_curve == "fixed" else None
     extra = [*(args.video_rewards or ()), *(args.audio_rewards or ())]
-    trainer = Trainer(policy, algo, make_reward(args.min_travel, extra), PromptList(prompts), cfg, reference=reference, callbacks=callbacks)
+    trainer = Trainer(policy, algo, make_reward(args.min_travel, extra), PromptList(prompts), cfg, reference=reference,
+                      callbacks=[clock, fixed_set] if fixed_set else [clock])
     trainer.train()
-    curve = fixed_set.curve if args.budget_curve == "fixed" else [
-        (r["step"], r["eval/av_desync"]) for r in trainer.history if "eval/av_desync" in r]
+    curve = fixed_set.curve if fixed_set else [(r["step"], r["eval/av_desync"]) for r in trainer.history
+                                               if "eval/av_desync" in r]
     return policy, {"rollouts": args.steps * args.prompts_per_step * algo.samples_per_prompt,
                     "rollouts_per_step": args.prompts_per_step * algo.samples_per_prompt,
                     "seconds_per_step": round(clock.seconds / args.steps, 3), "desync_curve": curve}

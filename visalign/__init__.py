@@ -41,8 +41,8 @@ _EXPORTS = {
     **{name: "visalign.vvr" for name in ("VVRPromptSource", "VVRFilePromptSource", "generate_task", "render_task", "verify", "load_split")},
     "VVRReward": "visalign.rewards.vvr",
     **{name: "visalign.rewards" for name in (
-        "CLIPScore", "HPSv2", "ImageReward", "LaionAesthetic", "MultiReward", "OCRReward", "PickScore", "RemoteReward",
-        "RemoteRewardError", "VLMJudge", "normalize_then_sum", "sum_then_normalize",
+        "CLIPScore", "HPSv2", "ImageReward", "LaionAesthetic", "MultiReward", "NullScore", "OCRReward", "PickScore",
+        "RemoteReward", "RemoteRewardError", "VLMJudge", "normalize_then_sum", "sum_then_normalize",
     )},
     **{name: "visalign.results" for name in ("ResultTable", "ResultRow", "Tolerance", "load_results", "write_results")},
     **{name: "visalign.text" for name in ("CausalLMPolicy", "TextGRPO", "TextDistill", "TextMultiReward", "TextMultiTurn")},

@@ -269,7 +269,8 @@ class AVGRPO(Algorithm):
         for k in range(traj.num_steps) if every_step else traj.sde_steps:
             new = part_transitions(policy, traj, k, cond)
             step_loss = torch.zeros((), device=ctx.device)
-            for parts, name in heads if k in traj.sde_steps else ():
+            trained_heads = heads if k in traj.sde_steps else ()  # an ODE step carries the KL term only
+            for parts, name in trained_heads:
                 adv = rollout.extras["advantages"][name]
                 ratio = torch.exp(joint_log_prob(policy, traj, k, parts, new) - joint_log_prob(policy, traj, k, parts))
                 step_loss = step_loss + torch.maximum(-adv * ratio, -adv * ratio.clamp(1 - cfg.clip_range, 1 + cfg.clip_range)).mean()
