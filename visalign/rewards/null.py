@@ -13,21 +13,20 @@ from typing import Sequence
 import torch
 
 from ..core.reward import Reward, register_reward
-from ..core.types import Metadata, Samples, batch_size_of, index_samples
+from ..core.types import Metadata, Samples, batch_size_of
 
 
-def _content_bytes(sample: Samples) -> bytes:
-    if isinstance(sample, torch.Tensor):
-        return sample.detach().float().cpu().contiguous().numpy().tobytes()
-    if isinstance(sample, dict):
-        return b"".join(k.encode() + _content_bytes(v) for k, v in sorted(sample.items()) if isinstance(v, torch.Tensor))
-    return "\x00".join(sample).encode()  # texts
-
-
-def _device(samples: Samples) -> torch.device:
-    tensors = [samples] if isinstance(samples, torch.Tensor) else (
-        [v for v in samples.values() if isinstance(v, torch.Tensor)] if isinstance(samples, dict) else [])
-    return tensors[0].device if tensors else torch.device("cpu")
+def _keys(samples: Samples) -> tuple[list[bytes], torch.device]:
+    """Per sample, the bytes its score is keyed by (its tensors' float32 bytes, a dict's under their sorted names, or
+    its text), and the device the scores go to. The tensors are moved to the CPU once for the whole batch."""
+    if isinstance(samples, (list, tuple)):
+        return [text.encode() for text in samples], torch.device("cpu")
+    parts = {"": samples} if isinstance(samples, torch.Tensor) else {
+        k: v for k, v in sorted(samples.items()) if isinstance(v, torch.Tensor)}
+    host = {k: v.detach().float().cpu() for k, v in parts.items()}
+    keys = [b"".join(k.encode() + t[i].contiguous().numpy().tobytes() for k, t in host.items())
+            for i in range(batch_size_of(samples))]
+    return keys, next(iter(parts.values())).device
 
 
 @register_reward("null_score")
@@ -38,13 +37,13 @@ class NullScore(Reward):
         self.salt = int(salt)
 
     def __call__(self, samples: Samples, prompts: Sequence[str], metadata: Metadata) -> torch.Tensor:
+        keys, device = _keys(samples)
         scores = []
-        for i in range(batch_size_of(samples)):
-            sample = index_samples(list(samples) if isinstance(samples, tuple) else samples, slice(i, i + 1))
-            digest = hashlib.blake2b(_content_bytes(sample), digest_size=8, key=str(self.salt).encode()).digest()
+        for key in keys:
+            digest = hashlib.blake2b(key, digest_size=8, key=str(self.salt).encode()).digest()
             generator = torch.Generator().manual_seed(int.from_bytes(digest, "little") & (2**63 - 1))
             scores.append(float(torch.randn((), generator=generator)))
-        return torch.tensor(scores, device=_device(samples))
+        return torch.tensor(scores, device=device)
 
 
 __all__ = ["NullScore"]
