@@ -90,13 +90,13 @@ def per_sample_metrics(model, prompts: list[str], seed: int, min_travel: float) 
 
 
 def paired(before: torch.Tensor, after: torch.Tensor) -> dict[str, float | None]:
-    """Means before and after, the paired change and its standard error, and the change in standard errors
-    (``in_se``, from the unrounded values: the rounded change of a small metric can read 0.0001 ± 0.0000)."""
+    """Means before and after, the paired change and its standard error, the change in standard errors (``in_se``)
+    and the unrounded change (``exact``): the rounded change of a small metric can read 0.0001 ± 0.0000."""
     diff = after - before
     se = float(diff.std() / diff.numel() ** 0.5)
     return {"before": round(float(before.mean()), 4), "after": round(float(after.mean()), 4),
             "delta": round(float(diff.mean()), 4), "se": round(se, 4),
-            "in_se": round(float(diff.mean()) / se, 2) if se > 0 else None}
+            "in_se": round(float(diff.mean()) / se, 2) if se > 0 else None, "exact": float(diff.mean())}
 
 
 class Clock(TrainerCallback):
@@ -293,7 +293,8 @@ def result_rows(results: dict) -> list[ResultRow]:
         rows.append(ResultRow(method, {k.removeprefix("av_"): metrics[k]["delta"] for k in REPORTED},
                               se={k.removeprefix("av_"): metrics[k]["se"] for k in REPORTED},
                               info={"rollouts": info["rollouts"], "seconds_per_step": info["seconds_per_step"],
-                                    "change_in_se": {k.removeprefix("av_"): metrics[k]["in_se"] for k in REPORTED}}))
+                                    "change_in_se": {k.removeprefix("av_"): metrics[k]["in_se"] for k in REPORTED},
+                                    "change_exact": {k.removeprefix("av_"): metrics[k]["exact"] for k in REPORTED}}))
     if "budget" in results:
         budget = results["budget"]
         rows.append(ResultRow("budget", {"joint_desync_gain": budget["joint_desync_gain"]},

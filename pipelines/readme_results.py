@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -828,8 +829,47 @@ def av_second_claim(t: ResultTable) -> str:
         holds = z["desync"] > 0 and z["video_quality"] >= -1 and z["audio_quality"] >= -1
         return ", ".join(f"{label} {signed(z[k], 1)} SE" for k, label in metrics) + f" ({'holds' if holds else 'fails'})"
 
-    return ";\n".join([*(f"seed {seed}: {line(z)}" for seed, z in per_seed.items()),
-                        f"pooled over the {len(per_seed)} seeds (Stouffer): {line(pooled)}"])
+    lines = [*(f"seed {seed}: {line(z)}" for seed, z in per_seed.items()),
+             f"pooled over the {len(per_seed)} seeds (Stouffer): {line(pooled)}"]
+    exact = [t.row(f"seed={seed}/av_grpo").info.get("change_exact") for seed in per_seed]
+    if all(exact):
+        lines.append(f"across the {len(exact)} training seeds (the mean change over seeds in its standard error over "
+                     f"seeds, which counts the training's own randomness): {line(across_seeds(exact, metrics))}")
+    return ";\n".join(lines)
+
+
+def across_seeds(changes: list[dict[str, float]], metrics: tuple[tuple[str, str], ...]) -> dict[str, float]:
+    """Per metric, the mean of the per-seed changes over its standard error across the seeds (one t-like score
+    whose spread includes the training runs' own randomness, which a paired SE over evaluation draws leaves out)."""
+    out = {}
+    for k, _ in metrics:
+        values = [c[k] for c in changes]
+        se = statistics.stdev(values) / math.sqrt(len(values))
+        mean = statistics.fmean(values)
+        out[k] = mean / se if se > 0 else math.copysign(math.inf, mean) if mean else 0.0
+    return out
+
+
+AV_LEAK_SOURCES = {"trained": "trained model (joint sample)",
+                   "base with the trained video tower": "base + trained video tower",
+                   "base with the trained audio tower": "base + trained audio tower",
+                   "by trained, partner from base": "trained weights, partner locked to the base's sample",
+                   "by base, partner from trained": "base weights, partner locked to the trained sample"}
+AV_LEAK_MODELS = {"reset": "AV-GRPO (AdamW cleared at each switch)", "keep": "AV-GRPO, AdamW state kept",
+                  "audio_only": "audio tower alone"}
+
+
+def av_leak_table(t: ResultTable) -> str:
+    """Each modality's quality change from the base's joint sample, per trained model and per source of weights and
+    partner samples (pipelines/av_leak.py): the video in its paired SEs, the audio in dB ± SE."""
+    lines = []
+    for model, model_label in AV_LEAK_MODELS.items():
+        for source, label in AV_LEAK_SOURCES.items():
+            r = t.row(f"leak/{model}/{source}")
+            z = r.info["change_in_se"]["video"]
+            lines.append([model_label, label, "0" if z is None else f"{signed(r.values['video'], 4)} ({signed(z, 1)} SE)",
+                          value_se(r, "audio", 2, "+")])
+    return table(["trained", "sampled by", "Δ video quality (in SE)", "Δ audio quality (dB)"], lines)
 
 
 #: README blocks of a per-seed entry beyond its table
@@ -941,6 +981,10 @@ AV_PAIRS = {1: ("av_grpo", "joint_grpo"), 2: ("video_sde", "routed")}  # the met
 AV_SYNCED_RUNS = (("0", 1), ("1", 1), ("0", 2), ("2", 1))  # (seed, pair): AV-GRPO and joint on three seeds, the others on one
 AV_FIXED = "assets/av_fixed/tiny_av_flow"
 AV_FIXED_WORLD = ("--fixed-motion", "--audio-jitter", "0.5")
+#: av_leak's training runs: label -> av_compare options beyond the kl_all settings
+AV_LEAK_RUNS = {"reset": ("--noise-video", "0.7", "--seed", "3"),
+                "keep": ("--noise-video", "0.7", "--keep-optimizer", "--seed", "3"),
+                "audio_only": ("--order", "audio", "video", "--steps-per-modality", "1000", "--seed", "2")}
 
 
 def _av_seeds_entry(name: str, checkpoint: str, base: str) -> Entry:
@@ -1364,6 +1408,19 @@ ENTRIES: tuple[Entry, ...] = (
                     ("--order", "audio", "video", "--steps-per-modality", "1000"), ("claim",),
                     "as kl_all with the audio tower trained alone (no video blocks)", seeds=("0", "1", "2", "3", "4"),
                     methods=("av_grpo",)),
+    _av_fixed_entry("keep_optimizer", ("ode_final_steps=3", "kl_steps=all"),
+                    ("--noise-video", "0.7", "--keep-optimizer", "--budget-curve", "fixed"),
+                    ("budget", "spearman", "claim"),
+                    "as video_noise with the AdamW state kept across modality switches (chosen on seeds 3 and 4; "
+                    "seeds 0-2, 5 and 6 held out)", seeds=("0", "1", "2", "3", "4", "5", "6")),
+    Entry("av_leak", (*((label, (*_av_compare_120(AV_FIXED), "--methods", "av_grpo", "--set", "ode_final_steps=3",
+                                 "kl_steps=all", *options)) for label, options in AV_LEAK_RUNS.items()),
+                      ("leak", (PY, "pipelines/av_leak.py", "--base", AV_FIXED, "--results", "{results}", "--trained",
+                                *(f"{label}={{folder}}/run_{i}/av_grpo/final" for i, label in enumerate(AV_LEAK_RUNS))))),
+          fast=False, blocks={"av_leak": av_leak_table},
+          note="AV-GRPO on the fixed-motion base (kl_all settings): seed 3 at video noise 0.7 with the AdamW state "
+               "cleared at each switch and kept, and seed 2 training the audio tower alone; then each modality's "
+               "quality by the source of its weights and of its partner's samples"),
     Entry("av_audio_drift",
           tuple((label, (*_av_compare_120(AV_FIXED), "--methods", "av_grpo", "--order", "audio", "video",
                          "--steps-per-modality", "1000", "--audio-rewards", reward, "--set", "ode_final_steps=3",

@@ -76,5 +76,6 @@ def test_paired_change_reports_it_in_standard_errors_from_unrounded_values():
 
     small = av_compare.paired(torch.zeros(4), torch.tensor([1e-5, 2e-5, 3e-5, 4e-5]))
     assert small["delta"] == 0.0 and small["se"] == 0.0  # four decimals hide it
+    assert small["exact"] == pytest.approx(2.5e-5, rel=1e-5)
     assert small["in_se"] == pytest.approx(2.5 / (torch.tensor([1.0, 2, 3, 4]).std().item() / 2), abs=0.01)
     assert av_compare.paired(torch.ones(3), torch.ones(3))["in_se"] is None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -114,6 +115,16 @@ def test_a_moved_row_is_reported_by_name():
     result = compare(stored, fresh)
     assert result.status == "moved" and [m.row for m in result.moved] == ["grpo"]
     assert "moved: grpo: exact_match" in result.report()
+
+
+def test_across_seeds_is_the_mean_change_in_its_standard_error_over_seeds():
+    metrics = (("desync", "desync"), ("video_quality", "video quality"))
+    changes = [{"desync": d, "video_quality": v} for d, v in ((0.1, -1e-4), (0.3, 1e-4), (0.2, -3e-4))]
+    scores = registry.across_seeds(changes, metrics)
+    assert scores["desync"] == pytest.approx(0.2 / (0.1 / 3 ** 0.5))
+    assert scores["video_quality"] == pytest.approx(-1e-4 / (2e-4 / 3 ** 0.5))
+    assert registry.across_seeds([{"desync": 0.1, "video_quality": 0.0}] * 2, metrics) == {"desync": math.inf,
+                                                                                            "video_quality": 0.0}
 
 
 DEFAULT_SUITE = ("text_arithmetic_short", "pretrain_shipped")  # short enough to rerun in the default test suite

@@ -146,6 +146,18 @@ def test_only_the_trained_tower_moves_and_the_optimizer_is_cleared_at_each_switc
     assert rec.state == [[1, n_video], [2, n_video], [1, n_audio], [2, n_audio], [1, n_video]]
 
 
+def test_per_modality_block_lengths(tmp_path):
+    """steps_per_modality {video: 3, audio: 1}: three video steps, one audio step, then video again; the optimizer
+    state is cleared at each switch."""
+    model, algo, rec = train(tmp_path, steps=6, steps_per_modality={"video": 3, "audio": 1})
+    towers = {m: {n for n, _ in model.tower_parameters(m)} for m in ("video", "audio")}
+    every = {n for n, _ in model.named_parameters()}
+    for step, modality in enumerate(["video", "video", "video", "audio", "video", "video"]):
+        assert changed(rec, step, every) <= towers[modality], step
+    n_video, n_audio = len(towers["video"]), len(towers["audio"])
+    assert rec.state == [[1, n_video], [2, n_video], [3, n_video], [1, n_audio], [1, n_video], [2, n_video]]
+
+
 def test_nan_advantage_skips_the_step_and_switches_modality(tmp_path):
     class NaNAtStep1(AVGRPO):
         def rollout(self, ctx, batch, generator):
@@ -195,6 +207,9 @@ def test_mid_cycle_state_reuses_the_first_modality_prompts():
     ({"std_cap": 0.0}, "av_grpo.std_cap"),
     ({"ode_final_steps": -1}, "av_grpo.ode_final_steps"),
     ({"kl_steps": "ode"}, "av_grpo.kl_steps"),
+    ({"steps_per_modality": 0}, "av_grpo.steps_per_modality must be >= 1"),
+    ({"steps_per_modality": {"video": 2}}, "needs exactly the keys video and audio"),
+    ({"steps_per_modality": {"video": 2, "audio": 0}}, "av_grpo.steps_per_modality must be >= 1"),
 ])
 def test_bad_config_is_named(overrides, message):
     with pytest.raises(ConfigError, match=message):
@@ -329,3 +344,4 @@ def test_kl_on_every_step_adds_the_ode_steps_kl_to_the_loss():
     rollout = algo.rollout(same, PromptBatch(PROMPTS), torch.Generator().manual_seed(0))
     _, metrics = algo.loss(same, rollout)
     assert metrics["av_grpo/kl"] == pytest.approx(0.0, abs=1e-10)
+

@@ -10,10 +10,10 @@ reward set: every component z-scored within the group, averaged, z-scored again.
 
 over the trained part m only, with the locked partner in x_k (so ρ = 1 at the old policy). With ``ode_final_steps``
 the last steps are ODE steps and carry no policy term; ``kl_steps: all`` keeps the KL term on them (with σ_k the
-SDE's std there), so no noise level is left without a trust region. Only that modality's
-tower updates (plus the shared parameters with ``train_shared``); the modality alternates every
-``steps_per_modality`` steps (video, then audio on the same prompts), the optimizer state is cleared at every
-switch, and a non-finite advantage on any rank skips the step and switches modality.
+SDE's std there), so no noise level is left without a trust region. Only that modality's tower updates (plus the
+shared parameters with ``train_shared``); the modality alternates every ``steps_per_modality`` steps (one number, or
+one per modality as the public code's block table; video, then audio on the same prompts), the optimizer state is
+cleared at every switch, and a non-finite advantage on any rank skips the step and switches modality.
 
 Baselines (same sampler, loss and budget accounting): ``joint`` (both modalities SDE, one log-prob over the whole
 latent, one advantage from the summed reward, all parameters; verl-omni), ``video_sde`` (video SDE, audio ODE, the
@@ -64,7 +64,8 @@ class AVGRPOConfig:
                                       factory=lambda: ["av_audio_quality", "av_audio_alignment", "av_desync"])
     order: list[str] = option(help="modalities in the order they are trained within a cycle (anchored)",
                               factory=lambda: ["video", "audio"])
-    steps_per_modality: int = option(4, "optimizer steps (fresh rollouts each) before switching modality (anchored)")
+    steps_per_modality: int | dict[str, int] = option(4, "optimizer steps (fresh rollouts each) before switching "
+                                                         "modality, or per modality ({video: 8, audio: 4}) (anchored)")
     same_prompts: bool = option(True, "later modalities of a cycle reuse the first modality's prompts, in order (anchored)")
     reset_optimizer: bool = option(True, "anchored: clear the AdamW state at every modality switch (the method's rule); "
                                          "false keeps it (an ablation)")
@@ -86,7 +87,11 @@ class AVGRPOConfig:
         check(self.adv_clip > 0, f"av_grpo.adv_clip must be > 0, got {self.adv_clip}")
         check(bool(self.video_rewards) and bool(self.audio_rewards), "av_grpo.video_rewards and audio_rewards must be non-empty")
         check(sorted(self.order) == ["audio", "video"], f"av_grpo.order must list video and audio once each, got {self.order}")
-        check(self.steps_per_modality >= 1, f"av_grpo.steps_per_modality must be >= 1, got {self.steps_per_modality}")
+        if isinstance(self.steps_per_modality, dict):
+            check(set(self.steps_per_modality) == {"video", "audio"}, "av_grpo.steps_per_modality per modality needs "
+                  f"exactly the keys video and audio, got {sorted(self.steps_per_modality)}")
+        check(all(n >= 1 for n in self.block_lengths.values()),
+              f"av_grpo.steps_per_modality must be >= 1, got {self.steps_per_modality}")
         if self.tower_patterns is not None:
             check(set(self.tower_patterns) == {"video", "audio"},
                   f"av_grpo.tower_patterns needs exactly the keys video and audio, got {sorted(self.tower_patterns)}")
@@ -94,6 +99,12 @@ class AVGRPOConfig:
     @property
     def noise_levels(self) -> dict[str, float]:
         return {"video": self.noise_video, "audio": self.noise_audio}
+
+    @property
+    def block_lengths(self) -> dict[str, int]:
+        """Optimizer steps of each modality's block."""
+        n = self.steps_per_modality
+        return dict(n) if isinstance(n, dict) else {"video": n, "audio": n}
 
     @property
     def kl_betas(self) -> dict[str, float]:
@@ -195,7 +206,7 @@ class AVGRPO(Algorithm):
         _, frozen = modality_partition(model, self.modality, self.config.tower_patterns, self.config.train_shared)
         plan = UpdatePlan(frozen=frozen, reset_optimizer=self.config.reset_optimizer and self.block_step == 0, skip=bad)
         self.block_step += 1
-        if bad or self.block_step == self.config.steps_per_modality:
+        if bad or self.block_step == self.config.block_lengths[self.modality]:
             self._switch()
         return plan
 
