@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -133,17 +134,19 @@ def spearman(a: torch.Tensor, b: torch.Tensor) -> float:
     return float((ra * rb).sum() / ((ra.norm() * rb.norm()) + 1e-12))
 
 
-def advantage_correlation(base, prompts: list[str], group: int, seed: int, min_travel: float) -> dict[str, float]:
+def advantage_correlation(base, prompts: list[str], group: int, seed: int,
+                          min_travel: float) -> tuple[dict[str, float], dict[str, float]]:
     """Mean within-group Spearman ρ between a modality's advantage and (a) its own quality metric, (b) its own
     modality-only score (quality and alignment z-scored in the group and summed, desync left out), in anchored
-    rollouts and in rollouts where both modalities are sampled (routed)."""
+    rollouts and in rollouts where both modalities are sampled (routed); and the standard error of each mean over
+    the groups."""
     from visalign.rewards.multi import group_normalize
 
     from visalign.algorithms.av_grpo import AVGRPO, AVGRPOConfig
     from visalign.core.algorithm import TrainContext
     from visalign.core.types import PromptBatch
 
-    out = {}
+    out, errors = {}, {}
     for mode in ("anchored", "routed"):
         for modality in ("video", "audio"):
             algo = AVGRPO(AVGRPOConfig(mode=mode, group_size=group))
@@ -158,8 +161,10 @@ def advantage_correlation(base, prompts: list[str], group: int, seed: int, min_t
             for what, metric in (("quality", quality), ("own_score", own)):
                 metric = metric.reshape(len(prompts), group)
                 rhos = [spearman(a, o) for a, o in zip(adv, metric) if o.std() > 0]
-                out[f"{name}/{modality}/{what}"] = round(sum(rhos) / max(len(rhos), 1), 3)
-    return out
+                key = f"{name}/{modality}/{what}"
+                out[key] = round(sum(rhos) / max(len(rhos), 1), 3)
+                errors[key] = round(statistics.stdev(rhos) / len(rhos) ** 0.5, 3) if len(rhos) > 1 else 0.0
+    return out, errors
 
 
 def train(method: str, base_path: Path, prompts: list[str], eval_prompts: list[str], args, out: Path):
@@ -230,6 +235,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="the desync curve the budget reads: the trainer's periodic evaluations (their own noise draw) "
                         "or the table's fixed evaluation set at the same steps (agrees with the table; 64 more samples "
                         "per evaluation)")
+    p.add_argument("--spearman-prompts", type=int, default=16, help="prompts (groups of --group) of the advantage "
+                   "Spearman measurement on the base")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=Path("runs/av_compare"))
     p.add_argument("--results", default=None, help="also write the result file (visalign.results format) here")
@@ -248,9 +255,10 @@ def main(argv: list[str] | None = None) -> int:
     eval_prompts = [prompts[i % len(prompts)] for i in range(args.eval_size)]
     base = load_generator(base_path)
     before, base_samples = per_sample_metrics(base, eval_prompts, EVAL_SEED, args.min_travel)
+    rho, rho_se = advantage_correlation(base, [prompts[i % len(prompts)] for i in range(args.spearman_prompts)],
+                                        args.group, args.seed, args.min_travel)
     results = {"model": args.model, "settings": {k: str(v) for k, v in vars(args).items()},
-               "advantage_spearman_vs_own_quality": advantage_correlation(
-                   base, [prompts[i % len(prompts)] for i in range(16)], args.group, args.seed, args.min_travel),
+               "advantage_spearman_vs_own_quality": rho, "advantage_spearman_se": rho_se,
                "base": {k: round(float(before[k].mean()), 4) for k in REPORTED}, "methods": {}}
     print(json.dumps(results["advantage_spearman_vs_own_quality"]))
     shown = {"base": base_samples}
@@ -299,7 +307,8 @@ def result_rows(results: dict) -> list[ResultRow]:
         budget = results["budget"]
         rows.append(ResultRow("budget", {"joint_desync_gain": budget["joint_desync_gain"]},
                               info={k: budget[k] for k in ("joint_rollouts", "av_grpo_rollouts_to_match", "ratio")}))
-    rows.append(ResultRow("advantage spearman", dict(results["advantage_spearman_vs_own_quality"])))
+    rows.append(ResultRow("advantage spearman", dict(results["advantage_spearman_vs_own_quality"]),
+                          se=dict(results["advantage_spearman_se"])))
     return rows
 
 

@@ -872,6 +872,17 @@ def av_leak_table(t: ResultTable) -> str:
     return table(["trained", "sampled by", "Δ video quality (in SE)", "Δ audio quality (dB)"], lines)
 
 
+def av_spearman_table(t: ResultTable) -> str:
+    """Per seed, the within-group Spearman ρ of each modality's advantage with its own quality-plus-alignment score
+    (± its SE over the groups), in anchored and in both-SDE rollouts of the base, and the mean over the seeds."""
+    columns = [f"{mode}/{m}/own_score" for mode in ("anchored", "both_sde") for m in ("video", "audio")]
+    rows = [t.row(f"seed={seed}/advantage spearman") for seed in run_seeds(t)]
+    lines = [[f"seed {seed}", *(value_se(r, c, 3) for c in columns)] for seed, r in zip(run_seeds(t), rows)]
+    lines.append(["mean over the seeds", *(f"{statistics.fmean(r.values[c] for r in rows):.3f}" for c in columns)])
+    return table(["base rollouts", "video ρ, anchored", "audio ρ, anchored", "video ρ, both SDE", "audio ρ, both SDE"],
+                 lines)
+
+
 #: README blocks of a per-seed entry beyond its table
 AV_SEED_PARTS = {"budget": av_per_seed_budget, "spearman": av_toy_spearman, "claim": av_second_claim}
 
@@ -1421,6 +1432,11 @@ ENTRIES: tuple[Entry, ...] = (
           note="AV-GRPO on the fixed-motion base (kl_all settings): seed 3 at video noise 0.7 with the AdamW state "
                "cleared at each switch and kept, and seed 2 training the audio tower alone; then each modality's "
                "quality by the source of its weights and of its partner's samples"),
+    Entry("av_spearman_fixed", tuple((f"seed={s}", (*_base_verifiers(AV_FIXED), "--spearman-prompts", "128", "--seed", s))
+                                     for s in ("0", "1", "2", "3", "4")),
+          fast=True, blocks={"av_spearman_fixed": av_spearman_table},
+          note="the advantage Spearman correlations of the fixed-motion base on 128 prompts (groups of 8) per seed, "
+               "seeds 0-4"),
     Entry("av_audio_drift",
           tuple((label, (*_av_compare_120(AV_FIXED), "--methods", "av_grpo", "--order", "audio", "video",
                          "--steps-per-modality", "1000", "--audio-rewards", reward, "--set", "ode_final_steps=3",

@@ -33,6 +33,9 @@ def test_no_methods_scores_the_base_only(checkpoint, tmp_path):
     assert set(results["base"]) == set(av_compare.REPORTED)
     assert [r["row"] for r in stored["rows"]] == ["base", "advantage spearman"]
     assert set(stored["rows"][0]["values"]) == {k.removeprefix("av_") for k in av_compare.REPORTED}
+    rho = stored["rows"][1]
+    assert set(rho["se"]) == set(rho["values"]) and all(0 <= v < 1 for v in rho["se"].values())
+    assert any(v > 0 for v in rho["se"].values())  # 16 groups: the mean's spread over groups
 
 
 def test_a_short_comparison_reports_each_method_against_the_same_base(checkpoint, tmp_path):
