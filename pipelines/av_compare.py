@@ -82,10 +82,13 @@ def toy_prompts() -> list[str]:
     return [f"a red circle bouncing left to right with a {p} beep" for p in ("low", "high")]
 
 
-def per_sample_metrics(model, prompts: list[str], seed: int, min_travel: float) -> tuple[dict[str, torch.Tensor], dict]:
+def per_sample_metrics(model, prompts: list[str], seed: int, min_travel: float,
+                       num_steps: int | None = None) -> tuple[dict[str, torch.Tensor], dict]:
+    """Each verifier's per-sample score of the model's ODE samples (``num_steps`` Euler steps; None: its own)."""
     reward = make_reward(min_travel)
     with torch.no_grad():
-        samples = model.sample(prompts, generator=torch.Generator().manual_seed(seed))
+        noise = model.make_noise(len(prompts), torch.Generator().manual_seed(seed))
+        samples = model.generate(noise, model.encode(prompts), num_steps)
     reward(samples, prompts, [{}] * len(prompts))
     return {k: v.float() for k, v in reward.components().items()}, samples
 
@@ -235,6 +238,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="the desync curve the budget reads: the trainer's periodic evaluations (their own noise draw) "
                         "or the table's fixed evaluation set at the same steps (agrees with the table; 64 more samples "
                         "per evaluation)")
+    p.add_argument("--eval-steps", type=int, default=None, help="Euler steps of the evaluation samples (before and "
+                   "after; default: the model's own)")
     p.add_argument("--spearman-prompts", type=int, default=16, help="prompts (groups of --group) of the advantage "
                    "Spearman measurement on the base")
     p.add_argument("--seed", type=int, default=0)
@@ -254,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
         base_path, prompts = args.checkpoint, world_prompts()
     eval_prompts = [prompts[i % len(prompts)] for i in range(args.eval_size)]
     base = load_generator(base_path)
-    before, base_samples = per_sample_metrics(base, eval_prompts, EVAL_SEED, args.min_travel)
+    before, base_samples = per_sample_metrics(base, eval_prompts, EVAL_SEED, args.min_travel, args.eval_steps)
     rho, rho_se = advantage_correlation(base, [prompts[i % len(prompts)] for i in range(args.spearman_prompts)],
                                         args.group, args.seed, args.min_travel)
     results = {"model": args.model, "settings": {k: str(v) for k, v in vars(args).items()},
@@ -264,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
     shown = {"base": base_samples}
     for method in args.methods:
         policy, info = train(method, base_path, prompts, eval_prompts, args, args.out)
-        after, samples = per_sample_metrics(policy, eval_prompts, EVAL_SEED, args.min_travel)
+        after, samples = per_sample_metrics(policy, eval_prompts, EVAL_SEED, args.min_travel, args.eval_steps)
         shown[method] = samples
         info["metrics"] = {k: paired(before[k], after[k]) for k in REPORTED}
         results["methods"][method] = info

@@ -1213,6 +1213,16 @@ LOSS_SPACE_LABELS = {"velocity": "velocity prediction, velocity loss (as shipped
                      "velocity_x0_loss": "velocity prediction, sample-space loss",
                      "sample_x0_loss": "sample prediction, sample-space loss"}
 
+AV_STEP_COUNTS = ("4", "8", "16", "32")
+AV_STEPS_ARMS = {k: LOSS_SPACE_ARMS[k] for k in ("velocity", "sample_x0_loss")}
+
+
+def av_sampling_steps(t: ResultTable) -> str:
+    """The AV verifiers' means of each random-phase base sampled with more and more Euler steps."""
+    return table(["trained from scratch with", "Euler steps", *AV_VERIFIER_HEADERS],
+                 [[LOSS_SPACE_LABELS[arm], n, *av_verifier_cells(t.row(f"{arm}/steps={n}/base").values)]
+                  for arm in AV_STEPS_ARMS for n in AV_STEP_COUNTS])
+
 
 ENTRIES: tuple[Entry, ...] = (
     Entry("text_arithmetic", ((None, TEXT),), fast=True, blocks={"text_arithmetic": text_single}),
@@ -1497,6 +1507,13 @@ ENTRIES: tuple[Entry, ...] = (
           pictures={"run_1/flow.png": "assets/readme/av_x0_loss_random_samples.png"},
           note="the small tiny AV size trained 4,000 flow steps from scratch on the random-phase world, as shipped and "
                "predicting the clean sample with the loss in sample space; the AV verifiers of each"),
+    Entry("av_random_steps",
+          (*_prediction_runs("4000", AV_STEPS_ARMS, fixed_motion=False),
+           *((f"{arm}/steps={n}", (*_base_verifiers(path), "--eval-steps", n))
+             for arm, path in _trained_checkpoints(AV_STEPS_ARMS).items() for n in AV_STEP_COUNTS)),
+          fast=False, blocks={"av_random_steps": av_sampling_steps},
+          note="the two random-phase bases of av_loss_space_random trained again, then the AV verifiers of each at "
+               "4, 8, 16 and 32 Euler steps"),
     Entry("av_commit_pilot", _continued_runs(AV_SYNCED, AV_COMMIT_ARMS, AV_COMMIT_LEVELS), fast=False,
           blocks={"av_commit_pilot": av_commit_table, "av_commit_pilot/bases": av_continued_bases(AV_COMMIT_LABELS)},
           note="the synced tiny AV base continued 1,500 flow steps as trained and at time shift 3; av_sync of joint "

@@ -38,6 +38,22 @@ def test_no_methods_scores_the_base_only(checkpoint, tmp_path):
     assert any(v > 0 for v in rho["se"].values())  # 16 groups: the mean's spread over groups
 
 
+def test_eval_steps_sets_the_evaluation_samples_euler_steps(checkpoint, tmp_path):
+    """--eval-steps at the model's own step count scores the same samples as the default; another count draws other
+    samples from the same noise."""
+    import torch
+
+    from visalign.core import load_generator
+
+    default, _ = _run(checkpoint, tmp_path / "default", "--methods")
+    same, _ = _run(checkpoint, tmp_path / "same", "--methods", "--eval-steps", "2")
+    assert same["base"] == default["base"]
+    model, prompts = load_generator(checkpoint), av_compare.world_prompts()[:4]
+    samples = {n: av_compare.per_sample_metrics(model, prompts, av_compare.EVAL_SEED, 0.3, n)[1] for n in (None, 2, 1)}
+    assert torch.equal(samples[None]["video"], samples[2]["video"])
+    assert not torch.allclose(samples[None]["video"], samples[1]["video"])
+
+
 def test_a_short_comparison_reports_each_method_against_the_same_base(checkpoint, tmp_path):
     results, stored = _run(checkpoint, tmp_path, "--methods", "av_grpo", "joint_grpo", "--steps", "2",
                            "--eval-every", "1", "--steps-per-modality", "1")
