@@ -82,15 +82,20 @@ def toy_prompts() -> list[str]:
     return [f"a red circle bouncing left to right with a {p} beep" for p in ("low", "high")]
 
 
+def score(samples, prompts: list[str], min_travel: float) -> dict[str, torch.Tensor]:
+    """Each verifier's per-sample score of ``samples`` (one per prompt)."""
+    reward = make_reward(min_travel)
+    reward(samples, prompts, [{}] * len(prompts))
+    return {k: v.float() for k, v in reward.components().items()}
+
+
 def per_sample_metrics(model, prompts: list[str], seed: int, min_travel: float,
                        num_steps: int | None = None) -> tuple[dict[str, torch.Tensor], dict]:
     """Each verifier's per-sample score of the model's ODE samples (``num_steps`` Euler steps; None: its own)."""
-    reward = make_reward(min_travel)
     with torch.no_grad():
         noise = model.make_noise(len(prompts), torch.Generator().manual_seed(seed))
         samples = model.generate(noise, model.encode(prompts), num_steps)
-    reward(samples, prompts, [{}] * len(prompts))
-    return {k: v.float() for k, v in reward.components().items()}, samples
+    return score(samples, prompts, min_travel), samples
 
 
 def paired(before: torch.Tensor, after: torch.Tensor) -> dict[str, float | None]:

@@ -37,7 +37,7 @@ from visalign.core.generator import load_generator
 from visalign.results import ResultRow, Tolerance, write_results
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from av_compare import EVAL_SEED, make_reward, paired, world_prompts  # noqa: E402
+from av_compare import EVAL_SEED, paired, score, world_prompts  # noqa: E402
 from av_cross_modal import parse_checkpoints  # noqa: E402
 
 MODALITIES = ("video", "audio")
@@ -52,10 +52,8 @@ def trajectory(model, noise: torch.Tensor, cond, behaviours: dict[str, str], loc
 
 def quality(model, latents: torch.Tensor, prompts: list[str], min_travel: float) -> dict[str, torch.Tensor]:
     """Per-sample ``av_video_quality`` and ``av_audio_quality`` of final latents."""
-    reward = make_reward(min_travel)
-    reward(model.decode(latents), prompts, [{}] * len(prompts))
-    components = reward.components()
-    return {m: components[f"av_{m}_quality"].float() for m in MODALITIES}
+    components = score(model.decode(latents), prompts, min_travel)
+    return {m: components[f"av_{m}_quality"] for m in MODALITIES}
 
 
 def with_tower(base, trained, tower: str):

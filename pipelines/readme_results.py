@@ -821,8 +821,8 @@ def av_second_claim(t: ResultTable) -> str:
     values), whether the issue's second claim holds there (desync up, both qualities ≥ −1 SE), and the same for the
     seeds pooled by Stouffer's method (Σz / √n: one test of the claim on all the evaluations at once)."""
     metrics = (("desync", "desync"), ("video_quality", "video quality"), ("audio_quality", "audio quality"))
-    per_seed = {seed: {k: t.row(f"seed={seed}/av_grpo").info["change_in_se"][k] or 0.0 for k, _ in metrics}
-                for seed in run_seeds(t)}
+    info = {seed: t.row(f"seed={seed}/av_grpo").info for seed in run_seeds(t)}
+    per_seed = {seed: {k: i["change_in_se"][k] or 0.0 for k, _ in metrics} for seed, i in info.items()}
     pooled = {k: sum(z[k] for z in per_seed.values()) / math.sqrt(len(per_seed)) for k, _ in metrics}
 
     def line(z: dict[str, float]) -> str:
@@ -831,7 +831,7 @@ def av_second_claim(t: ResultTable) -> str:
 
     lines = [*(f"seed {seed}: {line(z)}" for seed, z in per_seed.items()),
              f"pooled over the {len(per_seed)} seeds (Stouffer): {line(pooled)}"]
-    exact = [t.row(f"seed={seed}/av_grpo").info.get("change_exact") for seed in per_seed]
+    exact = [i.get("change_exact") for i in info.values()]
     if all(exact):
         lines.append(f"across the {len(exact)} training seeds (the mean change over seeds in its standard error over "
                      f"seeds, which counts the training's own randomness): {line(across_seeds(exact, metrics))}")
@@ -876,8 +876,9 @@ def av_spearman_table(t: ResultTable) -> str:
     """Per seed, the within-group Spearman ρ of each modality's advantage with its own quality-plus-alignment score
     (± its SE over the groups), in anchored and in both-SDE rollouts of the base, and the mean over the seeds."""
     columns = [f"{mode}/{m}/own_score" for mode in ("anchored", "both_sde") for m in ("video", "audio")]
-    rows = [t.row(f"seed={seed}/advantage spearman") for seed in run_seeds(t)]
-    lines = [[f"seed {seed}", *(value_se(r, c, 3) for c in columns)] for seed, r in zip(run_seeds(t), rows)]
+    seeds = run_seeds(t)
+    rows = [t.row(f"seed={seed}/advantage spearman") for seed in seeds]
+    lines = [[f"seed {seed}", *(value_se(r, c, 3) for c in columns)] for seed, r in zip(seeds, rows)]
     lines.append(["mean over the seeds", *(f"{statistics.fmean(r.values[c] for r in rows):.3f}" for c in columns)])
     return table(["base rollouts", "video ρ, anchored", "audio ρ, anchored", "video ρ, both SDE", "audio ρ, both SDE"],
                  lines)
