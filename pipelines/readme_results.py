@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from visalign.results import ResultRow, ResultTable
+from visalign.results import ResultRow, ResultTable, load_results
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = ROOT / "assets" / "results"
@@ -190,6 +190,67 @@ rwtd_budget = labelled_changes("8× the samples as", RWTD_BUDGETS)
 #: RWTD on the longer-trained v2 base with 8 prompt groups per optimizer step, at two learning rates
 rwtd_accum_lr = labelled_changes("learning rate, 8 prompt groups per step",
                                  {"lr=1e-4": "1e-4 (the config's)", "lr=5e-4": "5e-4"})
+
+#: the two v2 bases of the large-evaluation RWTD runs: run label prefix -> table cell
+LARGE_EVAL_BASES = {"long": "longer-trained (`assets/vvr2_long`)", "longer": "60 minutes further (`assets/vvr2_longer`)"}
+LARGE_EVAL_SEEDS = ("0", "1", "2")
+
+
+LARGE_EVAL_HEAD = ["all-satisfied before → after", "change / SE", "soft reward before → after", "change / SE",
+                   "distance to reference"]
+
+
+def large_eval_cells(r: ResultRow) -> list[str]:
+    """A large-evaluation row's changes at four decimals, each also in its paired standard errors."""
+    cells = []
+    for key in ("acc", "soft"):
+        before, after, se = r.values[f"{key}_before"], r.values[f"{key}_after"], r.se[f"{key}_after"]
+        cells += [f"{before:.4f} → {after:.4f} (±{se:.4f})", decimals((after - before) / se, 1)]
+    return [*cells, f"{r.values['feat_dist_to_ref']:.3f}"]
+
+
+def seed_mean_lines(rows: list[ResultRow]) -> list[list[str]]:
+    """Per base, the mean change over its training seeds and that mean in its SE over the seeds (the seed as the unit)."""
+    by_base: dict[str, list[dict[str, float]]] = {}
+    for r in rows:
+        base = r.row.split("/")[0].split("-seed=")[0]
+        by_base.setdefault(base, []).append({k: r.values[f"{k}_after"] - r.values[f"{k}_before"] for k in ("acc", "soft")})
+    lines = []
+    for base, changes in by_base.items():
+        score = across_seeds(changes, (("acc", ""), ("soft", "")))
+        mean = {k: statistics.fmean(c[k] for c in changes) for k in ("acc", "soft")}
+        cells = []
+        for k in ("acc", "soft"):
+            cells += [decimals(mean[k], 4) if round(mean[k], 4) == 0 else signed(mean[k], 4), f"{decimals(score[k], 1)} (over seeds)" if math.isfinite(score[k])
+                      else "no spread over seeds"]
+        lines.append([LARGE_EVAL_BASES[base], f"mean of {len(changes)}", *cells, ""])
+    return lines
+
+
+def seed_lines(rows: list[ResultRow]) -> list[list[str]]:
+    return [[LARGE_EVAL_BASES[r.row.split("-seed=")[0]], r.row.split("/")[0].split("-seed=")[1], *large_eval_cells(r)]
+            for r in rows]
+
+
+def rwtd_large_eval(t: ResultTable) -> str:
+    """RWTD with 8 prompt groups per step on bin 1, scored on 8,192 unseen bin-1 tasks: one line per base and training
+    seed, the changes in their paired SEs, then one line per base across its seeds (the seed as the unit)."""
+    return table(["base", "training seed", *LARGE_EVAL_HEAD], seed_lines(t.rows) + seed_mean_lines(t.rows))
+
+
+def rwtd_large_eval_more_seeds(t: ResultTable) -> str:
+    """Further training seeds of :func:`rwtd_large_eval`'s runs on one base, then the mean over these and the stored
+    seeds of that base (read from ``vvr2_rwtd_accum8_large_eval``'s result file)."""
+    bases = {r.row.split("-seed=")[0] for r in t.rows}
+    earlier = [r for r in load_results(entry("vvr2_rwtd_accum8_large_eval").path).rows
+               if r.row.split("-seed=")[0] in bases]
+    return table(["base", "training seed", *LARGE_EVAL_HEAD], seed_lines(t.rows) + seed_mean_lines(earlier + t.rows))
+
+
+def rwtd_lambda_large_eval(t: ResultTable) -> str:
+    """RWTD's λ with 8 prompt groups per step, scored on 8,192 unseen bin-1 tasks: one line per λ."""
+    return table(["λ", *LARGE_EVAL_HEAD],
+                 [[LAMBDAS[r.row.split("/")[0].removeprefix("lam=")], *large_eval_cells(r)] for r in t.rows])
 
 
 LAMBDAS = {"0": "0 (tilted reference only)", "0.5": "0.5 (shipped)", "0.85": "0.85 (published ρ = 0.15)"}
@@ -936,6 +997,13 @@ LONGER_BASES = ("--checkpoint", "assets/vvr2_longer/tiny_one_step_vvr2", "--flow
 LONG_BIN1 = (*COMPARE, "--mode", "same_template", "--train-bins", "1")
 
 
+def large_eval_runs(label: str, bases: tuple[str, ...], seeds: tuple[str, ...], *overrides: str) -> tuple:
+    """RWTD runs of 60 steps of 8 prompt groups on bin 1 from ``bases``, one per training seed, scored on 8,192 unseen
+    bin-1 tasks x 2 draws (row labels ``<label>-seed=<seed>``)."""
+    return tuple((f"{label}-seed={seed}", (*LONG_BIN1, "--methods", "rwtd", *bases, "--samples-per-step", "512",
+                                            "--eval-n", "8192", "--out", "{out}", "trainer.grad_accum=8", *overrides,
+                                            f"trainer.seed={seed}")) for seed in seeds)
+
 def published_rwtd(lam: str) -> tuple[str, ...]:
     """RWTD's published regime on the v1 held-out comparison: 24 + 24 samples per prompt, 8 prompt groups per optimizer
     step, a fixed temperature on the calibrated reward scale, the 0.1 floor, Sinkhorn with the ε floor, η = 0.2 and
@@ -1308,6 +1376,27 @@ ENTRIES: tuple[Entry, ...] = (
           fast=False, blocks={"vvr2_long_rwtd_accum8_60": rwtd_accum_lr},
           note="RWTD 60 steps of 8 prompt groups each (8x the samples of the 60-step tables) on bin-1 tasks from the "
                "longer-trained v2 one-step base, at two learning rates, scored on 512 unseen bin-1 tasks x 2 draws"),
+    Entry("vvr2_rwtd_accum8_large_eval",
+          (*large_eval_runs("long", LONG_BASES, LARGE_EVAL_SEEDS), *large_eval_runs("longer", LONGER_BASES, LARGE_EVAL_SEEDS)),
+          fast=False, blocks={"vvr2_rwtd_accum8_large_eval": rwtd_large_eval},
+          note="RWTD 60 steps of 8 prompt groups each on bin-1 tasks from the two longer-trained v2 one-step bases, three "
+               "training seeds each, scored on 8,192 unseen bin-1 tasks x 2 draws"),
+    Entry("vvr2_long_rwtd_accum8_large_eval_seeds",
+          large_eval_runs("long", LONG_BASES, ("3", "4")),
+          fast=False, blocks={"vvr2_long_rwtd_accum8_large_eval_seeds": rwtd_large_eval_more_seeds},
+          note="training seeds 3 and 4 of vvr2_rwtd_accum8_large_eval's runs on the longer-trained v2 one-step base"),
+    Entry("vvr2_longer_rwtd_lr_large_eval",
+          large_eval_runs("longer", LONGER_BASES, ("0", "1"), "trainer.learning_rate=5e-5"),
+          fast=False, blocks={"vvr2_longer_rwtd_lr_large_eval": rwtd_large_eval},
+          note="vvr2_rwtd_accum8_large_eval's runs on the v2 one-step base trained 60 minutes further at half the "
+               "learning rate (5e-5), training seeds 0 and 1"),
+    Entry("vvr2_long_rwtd_lambda_large_eval",
+          tuple((f"lam={lam}", (*LONG_BIN1, "--methods", "rwtd", *LONG_BASES, "--samples-per-step", "512", "--eval-n",
+                                "8192", "--out", "{out}", "trainer.grad_accum=8", f"algorithm.lam={lam}"))
+                for lam in ("0", "0.85")),
+          fast=False, blocks={"vvr2_long_rwtd_lambda_large_eval": rwtd_lambda_large_eval},
+          note="RWTD's λ = 0 and 0.85 in the 8-group runs on bin-1 tasks from the longer-trained v2 one-step base "
+               "(training seed 0), scored on 8,192 unseen bin-1 tasks x 2 draws"),
     Entry("vvr2_long_rwtd_accum8_150", ((None, (*LONG_BIN1, "--methods", "rwtd", *LONG_BASES, "--samples-per-step",
                                                  "512", "--steps", "150", "--out", "{out}", "trainer.grad_accum=8")),),
           fast=False, blocks={"vvr2_long_rwtd_accum8_150": vvr2_methods},

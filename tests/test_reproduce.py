@@ -127,6 +127,24 @@ def test_across_seeds_is_the_mean_change_in_its_standard_error_over_seeds():
                                                                                             "video_quality": 0.0}
 
 
+
+def test_large_eval_table_gives_each_change_in_its_paired_se_and_the_seed_mean_in_the_se_over_seeds():
+    from visalign.results import ResultRow, ResultTable, Run
+
+    def row(seed: str, acc_after: float, soft_after: float) -> ResultRow:
+        return ResultRow(f"long-seed={seed}/rwtd", {"acc_before": 0.07, "acc_after": acc_after, "soft_before": 0.17,
+                                                    "soft_after": soft_after, "feat_dist_to_ref": 0.03},
+                         {"acc_after": 0.002, "soft_after": 0.001})
+
+    t = ResultTable("x", [Run("python pipelines/vvr_compare.py")], [row("0", 0.076, 0.179), row("1", 0.072, 0.175)])
+    lines = registry.rwtd_large_eval(t).splitlines()
+    assert lines[2].split(" | ")[1:4] == ["0", "0.0700 → 0.0760 (±0.0020)", "3.0"]
+    assert lines[3].split(" | ")[3] == "1.0"
+    seed_mean = lines[4].split(" | ")
+    assert seed_mean[1:3] == ["mean of 2", "+0.0040"]
+    assert seed_mean[3] == f"{0.004 / 0.002:.1f} (over seeds)"  # changes 0.006, 0.002: SE over seeds 0.002
+    assert seed_mean[5] == f"{0.007 / 0.002:.1f} (over seeds)"
+
 DEFAULT_SUITE = ("text_arithmetic_short", "pretrain_shipped")  # short enough to rerun in the default test suite
 
 
