@@ -194,8 +194,6 @@ rwtd_accum_lr = labelled_changes("learning rate, 8 prompt groups per step",
 #: the two v2 bases of the large-evaluation RWTD runs: run label prefix -> table cell
 LARGE_EVAL_BASES = {"long": "longer-trained (`assets/vvr2_long`)", "longer": "60 minutes further (`assets/vvr2_longer`)"}
 LARGE_EVAL_SEEDS = ("0", "1", "2")
-
-
 LARGE_EVAL_HEAD = ["all-satisfied before → after", "change / SE", "soft reward before → after", "change / SE",
                    "distance to reference"]
 
@@ -221,13 +219,14 @@ def seed_mean_lines(rows: list[ResultRow]) -> list[list[str]]:
         mean = {k: statistics.fmean(c[k] for c in changes) for k in ("acc", "soft")}
         cells = []
         for k in ("acc", "soft"):
-            cells += [decimals(mean[k], 4) if round(mean[k], 4) == 0 else signed(mean[k], 4), f"{decimals(score[k], 1)} (over seeds)" if math.isfinite(score[k])
-                      else "no spread over seeds"]
+            change = decimals(mean[k], 4) if round(mean[k], 4) == 0 else signed(mean[k], 4)
+            cells += [change, f"{decimals(score[k], 1)} (over seeds)" if math.isfinite(score[k]) else "no spread over seeds"]
         lines.append([LARGE_EVAL_BASES[base], f"mean of {len(changes)}", *cells, ""])
     return lines
 
 
 def seed_lines(rows: list[ResultRow]) -> list[list[str]]:
+    """One line per run labelled ``<base>-seed=<seed>``: its base, training seed and :func:`large_eval_cells`."""
     return [[LARGE_EVAL_BASES[r.row.split("-seed=")[0]], r.row.split("/")[0].split("-seed=")[1], *large_eval_cells(r)]
             for r in rows]
 
@@ -1003,6 +1002,7 @@ def large_eval_runs(label: str, bases: tuple[str, ...], seeds: tuple[str, ...], 
     return tuple((f"{label}-seed={seed}", (*LONG_BIN1, "--methods", "rwtd", *bases, "--samples-per-step", "512",
                                             "--eval-n", "8192", "--out", "{out}", "trainer.grad_accum=8", *overrides,
                                             f"trainer.seed={seed}")) for seed in seeds)
+
 
 def published_rwtd(lam: str) -> tuple[str, ...]:
     """RWTD's published regime on the v1 held-out comparison: 24 + 24 samples per prompt, 8 prompt groups per optimizer
