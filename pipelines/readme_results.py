@@ -207,11 +207,17 @@ def large_eval_cells(r: ResultRow) -> list[str]:
     return [*cells, f"{r.values['feat_dist_to_ref']:.3f}"]
 
 
+def base_and_seed(r: ResultRow) -> tuple[str, str]:
+    """The base and training seed of a large-evaluation row named ``<base>-seed=<seed>/<method>``."""
+    base, seed = r.row.split("/")[0].split("-seed=")
+    return base, seed
+
+
 def seed_mean_lines(rows: list[ResultRow]) -> list[list[str]]:
     """Per base, the mean change over its training seeds and that mean in its SE over the seeds (the seed as the unit)."""
     by_base: dict[str, list[dict[str, float]]] = {}
     for r in rows:
-        base = r.row.split("/")[0].split("-seed=")[0]
+        base = base_and_seed(r)[0]
         by_base.setdefault(base, []).append({k: r.values[f"{k}_after"] - r.values[f"{k}_before"] for k in ("acc", "soft")})
     lines = []
     for base, changes in by_base.items():
@@ -227,8 +233,7 @@ def seed_mean_lines(rows: list[ResultRow]) -> list[list[str]]:
 
 def seed_lines(rows: list[ResultRow]) -> list[list[str]]:
     """One line per run labelled ``<base>-seed=<seed>``: its base, training seed and :func:`large_eval_cells`."""
-    return [[LARGE_EVAL_BASES[r.row.split("-seed=")[0]], r.row.split("/")[0].split("-seed=")[1], *large_eval_cells(r)]
-            for r in rows]
+    return [[LARGE_EVAL_BASES[base], seed, *large_eval_cells(r)] for r in rows for base, seed in [base_and_seed(r)]]
 
 
 def rwtd_large_eval(t: ResultTable) -> str:
@@ -240,9 +245,8 @@ def rwtd_large_eval(t: ResultTable) -> str:
 def rwtd_large_eval_more_seeds(t: ResultTable) -> str:
     """Further training seeds of :func:`rwtd_large_eval`'s runs on one base, then the mean over these and the stored
     seeds of that base (read from ``vvr2_rwtd_accum8_large_eval``'s result file)."""
-    bases = {r.row.split("-seed=")[0] for r in t.rows}
-    earlier = [r for r in load_results(entry("vvr2_rwtd_accum8_large_eval").path).rows
-               if r.row.split("-seed=")[0] in bases]
+    bases = {base_and_seed(r)[0] for r in t.rows}
+    earlier = [r for r in load_results(entry("vvr2_rwtd_accum8_large_eval").path).rows if base_and_seed(r)[0] in bases]
     return table(["base", "training seed", *LARGE_EVAL_HEAD], seed_lines(t.rows) + seed_mean_lines(earlier + t.rows))
 
 

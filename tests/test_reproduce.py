@@ -127,7 +127,6 @@ def test_across_seeds_is_the_mean_change_in_its_standard_error_over_seeds():
                                                                                             "video_quality": 0.0}
 
 
-
 def test_large_eval_table_gives_each_change_in_its_paired_se_and_the_seed_mean_in_the_se_over_seeds():
     from visalign.results import ResultRow, ResultTable, Run
 
@@ -144,6 +143,7 @@ def test_large_eval_table_gives_each_change_in_its_paired_se_and_the_seed_mean_i
     assert seed_mean[1:3] == ["mean of 2", "+0.0040"]
     assert seed_mean[3] == f"{0.004 / 0.002:.1f} (over seeds)"  # changes 0.006, 0.002: SE over seeds 0.002
     assert seed_mean[5] == f"{0.007 / 0.002:.1f} (over seeds)"
+
 
 DEFAULT_SUITE = ("text_arithmetic_short", "pretrain_shipped")  # short enough to rerun in the default test suite
 
