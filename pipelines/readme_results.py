@@ -256,6 +256,14 @@ def rwtd_lambda_large_eval(t: ResultTable) -> str:
                  [[LAMBDAS[r.row.split("/")[0].removeprefix("lam=")], *large_eval_cells(r)] for r in t.rows])
 
 
+def methods_large_eval(t: ResultTable) -> str:
+    """Every method at one sample budget, scored on 8,192 unseen tasks: one line per method with the changes in their
+    paired SEs and the generator samples used."""
+    lines = [[VVR_METHODS[r.row.split("/")[-1]], VVR_GENERATORS[r.info["generator"]], *large_eval_cells(r),
+              f"{r.values['samples_policy']:.0f} + {r.values['samples_reference']:.0f}"] for r in t.rows]
+    return table(["method", "generator", *LARGE_EVAL_HEAD, "generator samples (policy + reference)"], lines)
+
+
 LAMBDAS = {"0": "0 (tilted reference only)", "0.5": "0.5 (shipped)", "0.85": "0.85 (published ρ = 0.15)"}
 
 
@@ -1401,6 +1409,18 @@ ENTRIES: tuple[Entry, ...] = (
           fast=False, blocks={"vvr2_long_rwtd_lambda_large_eval": rwtd_lambda_large_eval},
           note="RWTD's λ = 0 and 0.85 in the 8-group runs on bin-1 tasks from the longer-trained v2 one-step base "
                "(training seed 0), scored on 8,192 unseen bin-1 tasks x 2 draws"),
+    Entry("vvr2_long_rwtd_accum8_easy_to_hard_large_eval",
+          large_eval_runs("long", (*LONG_BASES, "--score-bins", "2"), ("0", "1", "2", "3", "4")),
+          fast=False, blocks={"vvr2_long_rwtd_accum8_easy_to_hard_large_eval": rwtd_large_eval},
+          note="the runs of vvr2_rwtd_accum8_large_eval and vvr2_long_rwtd_accum8_large_eval_seeds on the "
+               "longer-trained v2 one-step base (trained on bin 1, training seeds 0-4), scored instead on 8,192 "
+               "unseen bin-2 tasks x 2 draws (easy to hard within the easy pool)"),
+    Entry("vvr2_long_bin1_60_large_eval",
+          tuple((method, (*LONG_BIN1, "--methods", method, *LONG_BASES, "--eval-n", "8192", "--out", "{out}"))
+                for method in ("rwtd", "festdpo", "rwr", "flow_grpo", "diffusion_nft")),
+          fast=False, blocks={"vvr2_long_bin1_60_large_eval": methods_large_eval},
+          note="vvr2_long_bin1_60 (every method 60 steps on bin-1 tasks from the longer-trained v2 bases at one "
+               "sample budget), scored instead on 8,192 unseen bin-1 tasks x 2 draws"),
     Entry("vvr2_long_rwtd_accum8_150", ((None, (*LONG_BIN1, "--methods", "rwtd", *LONG_BASES, "--samples-per-step",
                                                  "512", "--steps", "150", "--out", "{out}", "trainer.grad_accum=8")),),
           fast=False, blocks={"vvr2_long_rwtd_accum8_150": vvr2_methods},

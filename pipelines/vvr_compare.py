@@ -29,6 +29,8 @@ L2 in the frozen random conv feature space ``conv``, and pixel RMSE), and wall t
 
 ``--train-bins`` trains on those difficulty bins only (e.g. ``--train-bins 1`` where a base pretrained on bin 1 has
 signal): ``same_template`` then scores unseen tasks of the same bins, ``easy_to_hard`` the bench bins above them.
+``--score-bins`` (same_template) scores unseen tasks of other bins of the pool instead (``--train-bins 1 --score-bins 2``:
+easy to hard within the easy pool, where a base pretrained on it can solve some harder tasks).
 
 The v2 modes also report every column per difficulty bin, and their paired standard errors count tasks (the changes
 of a task's noise draws are averaged first: draws of one task are correlated). ``--checkpoint`` / ``--flow-checkpoint`` replace the
@@ -119,9 +121,16 @@ def paired_se(after: torch.Tensor, before: torch.Tensor, draws: int = 1) -> floa
     return float(d.std() / len(d) ** 0.5)
 
 
-def evaluated_tasks(mode: str, source: dict, eval_n: int, per_bin: int) -> tuple[PromptBatch, str]:
-    """The tasks a v2 mode trained on ``source`` scores before and after training, and a line saying what they are."""
+def evaluated_tasks(mode: str, source: dict, eval_n: int, per_bin: int,
+                    score_bins: list[int] | None = None) -> tuple[PromptBatch, str]:
+    """The tasks a v2 mode trained on ``source`` scores before and after training, and a line saying what they are.
+    ``score_bins`` (same_template): ``eval_n`` unseen tasks of each of these bins of the pool instead of the bins
+    trained on (e.g. train on bin 1, score bin 2: easy to hard within the pool)."""
     if mode == "same_template":
+        if score_bins:
+            batches = [build_prompt_source({**source, "bins": [b]}).eval_batch(eval_n) for b in sorted(set(score_bins))]
+            return (PromptBatch([p for b in batches for p in b.prompts], [m for b in batches for m in b.metadata]),
+                    f"{eval_n} unseen tasks of each of bins {sorted(set(score_bins))} of the v2 {source['pool']} pool")
         within = f" (bins {source['bins']})" if "bins" in source else ""
         return build_prompt_source(source).eval_batch(eval_n), f"{eval_n} unseen tasks of the v2 {source['pool']} pool{within}"
     bins = scored_bins(mode, source)
@@ -188,6 +197,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--train-bins", type=int, nargs="+", default=None,
                    help="v2 modes: train only on tasks of these difficulty bins (same_template also scores them; "
                         "easy_to_hard scores the bins above; default: the mode's pool)")
+    p.add_argument("--score-bins", type=int, nargs="+", default=None,
+                   help="same_template: score --eval-n unseen tasks of each of these bins of the easy pool (1, 2) "
+                        "instead of the bins trained on (e.g. --train-bins 1 --score-bins 2: easy to hard)")
     p.add_argument("--steps", type=int, default=60, help="training steps per method (same for all)")
     p.add_argument("--samples-per-step", type=int, default=64,
                    help="generator samples per training step for every method (prompts per step follow from each config)")
@@ -211,6 +223,9 @@ def main(argv: list[str] | None = None) -> int:
             p.error(f"--train-bins {args.train_bins}: --mode {args.mode} trains on bins from {list(reachable)}"
                     + {"v1": " (v1 tasks have no difficulty bins)", "easy_to_hard": " (it scores the bins above them)"}
                     .get(args.mode, " (the easy pool has complexity <= 20)"))
+    if args.score_bins is not None and (args.mode != "same_template" or not set(args.score_bins) <= {1, 2}):
+        p.error(f"--score-bins {args.score_bins}: only --mode same_template takes it, with bins of the easy pool "
+                "(1, 2; the other modes score VVRBench bins)")
     methods = args.methods if args.methods is not None else list(V1_METHODS if args.mode == "v1" else METHODS)
     if any(o.startswith("trainer.prompts_per_step=") for o in args.overrides):
         p.error("trainer.prompts_per_step is set per method from --samples-per-step; change that (or the method's samples per prompt)")
@@ -220,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     fit_path = learnable_tasks(out, args.fit_tasks, args.fit_pool) if args.fit_tasks else None
     if args.mode != "v1":
         source = train_source(args.mode, args.train_bins)
-        evaluated, what = evaluated_tasks(args.mode, source, args.eval_n, args.per_bin)
+        evaluated, what = evaluated_tasks(args.mode, source, args.eval_n, args.per_bin, args.score_bins)
     elif fit_path:
         evaluated, what = PromptBatch(*_read_prompt_file(str(fit_path))), f"{args.fit_tasks} fit (training) tasks"
     else:

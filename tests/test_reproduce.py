@@ -145,6 +145,18 @@ def test_large_eval_table_gives_each_change_in_its_paired_se_and_the_seed_mean_i
     assert seed_mean[5] == f"{0.007 / 0.002:.1f} (over seeds)"
 
 
+def test_methods_large_eval_table_names_each_method_with_its_changes_in_paired_se_and_its_samples():
+    from visalign.results import ResultRow, ResultTable, Run
+
+    values = {"acc_before": 0.08, "acc_after": 0.07, "soft_before": 0.17, "soft_after": 0.18, "feat_dist_to_ref": 0.1,
+              "samples_policy": 3840, "samples_reference": 0}
+    r = ResultRow("flow_grpo/flow_grpo", values, {"acc_after": 0.002, "soft_after": 0.004},
+                  info={"generator": "tiny_flow_vvr2"})
+    line = registry.methods_large_eval(ResultTable("x", [Run("python pipelines/vvr_compare.py")], [r])).splitlines()[2]
+    assert line.split(" | ")[1:5] == ["4-step flow (v2)", "0.0800 → 0.0700 (±0.0020)", "−5.0", "0.1700 → 0.1800 (±0.0040)"]
+    assert line.startswith("| Flow-GRPO |") and line.endswith("| 3840 + 0 |")
+
+
 DEFAULT_SUITE = ("text_arithmetic_short", "pretrain_shipped")  # short enough to rerun in the default test suite
 
 

@@ -197,6 +197,27 @@ def test_compare_v2_modes_train_on_their_pool_and_score_their_bins(tmp_path: Pat
     assert "| bin |" in (tmp_path / "table.md").read_text()
 
 
+def test_compare_scores_unseen_tasks_of_other_bins_of_the_pool_when_asked() -> None:
+    """``--score-bins`` (same_template) scores ``--eval-n`` unseen tasks of each given bin of the pool, from the held-out
+    index stream; scoring the bins trained on gives exactly the default tasks."""
+    compare = load_pipeline_script("vvr_compare")
+    source = compare.train_source("same_template", [1])
+    default, _ = compare.evaluated_tasks("same_template", source, 3, 0)
+    same, _ = compare.evaluated_tasks("same_template", source, 3, 0, [1])
+    assert same.prompts == default.prompts
+    harder, what = compare.evaluated_tasks("same_template", source, 3, 0, [2, 1])
+    assert [m["task"]["difficulty_bin"] for m in harder.metadata] == [1, 1, 1, 2, 2, 2]
+    assert harder.prompts[:3] == default.prompts and "bins [1, 2]" in what
+    assert not {m["task_id"] for m in harder.metadata[3:]} & {m["task_id"] for m in default.metadata}
+
+
+@pytest.mark.parametrize("mode, score_bins", [("heldout", ["2"]), ("same_template", ["3"])])
+def test_compare_refuses_score_bins_outside_the_pool_or_mode(tmp_path: Path, capsys, mode, score_bins) -> None:
+    with pytest.raises(SystemExit):
+        load_pipeline_script("vvr_compare").main(["--mode", mode, "--score-bins", *score_bins, "--out", str(tmp_path)])
+    assert f"--score-bins [{int(score_bins[0])}]: only --mode same_template" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("mode, train_bins, problem", [
     ("same_template", ["3"], "the easy pool has complexity <= 20"),
     ("easy_to_hard", ["5"], "it scores the bins above them"),
