@@ -29,8 +29,8 @@ L2 in the frozen random conv feature space ``conv``, and pixel RMSE), and wall t
 
 ``--train-bins`` trains on those difficulty bins only (e.g. ``--train-bins 1`` where a base pretrained on bin 1 has
 signal): ``same_template`` then scores unseen tasks of the same bins, ``easy_to_hard`` the bench bins above them.
-``--score-bins`` (same_template) scores unseen tasks of other bins of the pool instead (``--train-bins 1 --score-bins 2``:
-easy to hard within the easy pool, where a base pretrained on it can solve some harder tasks).
+``--score-bins`` (same_template) scores unseen tasks of other bins of the pool instead (``--train-bins 1
+--score-bins 2``: easy to hard within the easy pool, where a base pretrained on it can solve some harder tasks).
 
 The v2 modes also report every column per difficulty bin, and their paired standard errors count tasks (the changes
 of a task's noise draws are averaged first: draws of one task are correlated). ``--checkpoint`` / ``--flow-checkpoint`` replace the

@@ -153,7 +153,8 @@ def test_methods_large_eval_table_names_each_method_with_its_changes_in_paired_s
     r = ResultRow("flow_grpo/flow_grpo", values, {"acc_after": 0.002, "soft_after": 0.004},
                   info={"generator": "tiny_flow_vvr2"})
     line = registry.methods_large_eval(ResultTable("x", [Run("python pipelines/vvr_compare.py")], [r])).splitlines()[2]
-    assert line.split(" | ")[1:5] == ["4-step flow (v2)", "0.0800 → 0.0700 (±0.0020)", "−5.0", "0.1700 → 0.1800 (±0.0040)"]
+    assert line.split(" | ")[1:5] == ["4-step flow (v2)", "0.0800 → 0.0700 (±0.0020)", "−5.0",
+                                      "0.1700 → 0.1800 (±0.0040)"]
     assert line.startswith("| Flow-GRPO |") and line.endswith("| 3840 + 0 |")
 
 

@@ -198,8 +198,8 @@ def test_compare_v2_modes_train_on_their_pool_and_score_their_bins(tmp_path: Pat
 
 
 def test_compare_scores_unseen_tasks_of_other_bins_of_the_pool_when_asked() -> None:
-    """``--score-bins`` (same_template) scores ``--eval-n`` unseen tasks of each given bin of the pool, from the held-out
-    index stream; scoring the bins trained on gives exactly the default tasks."""
+    """``--score-bins`` (same_template) scores ``--eval-n`` unseen tasks of each given bin of the pool, from the
+    held-out index stream; scoring the bins trained on gives exactly the default tasks."""
     compare = load_pipeline_script("vvr_compare")
     source = compare.train_source("same_template", [1])
     default, _ = compare.evaluated_tasks("same_template", source, 3, 0)
