@@ -1421,6 +1421,11 @@ ENTRIES: tuple[Entry, ...] = (
           fast=False, blocks={"vvr2_long_bin1_60_large_eval": methods_large_eval},
           note="vvr2_long_bin1_60 (every method 60 steps on bin-1 tasks from the longer-trained v2 bases at one "
                "sample budget), scored instead on 8,192 unseen bin-1 tasks x 2 draws"),
+    Entry("vvr2_long_bin1_60_large_eval_seed1",
+          tuple((method, (*LONG_BIN1, "--methods", method, *LONG_BASES, "--eval-n", "8192", "--out", "{out}",
+                          "trainer.seed=1")) for method in ("flow_grpo", "diffusion_nft", "rwtd")),
+          fast=False, blocks={"vvr2_long_bin1_60_large_eval_seed1": methods_large_eval},
+          note="training seed 1 of vvr2_long_bin1_60_large_eval's runs of the three methods that did not lose there"),
     Entry("vvr2_long_rwtd_accum8_150", ((None, (*LONG_BIN1, "--methods", "rwtd", *LONG_BASES, "--samples-per-step",
                                                  "512", "--steps", "150", "--out", "{out}", "trainer.grad_accum=8")),),
           fast=False, blocks={"vvr2_long_rwtd_accum8_150": vvr2_methods},
