@@ -1008,12 +1008,21 @@ LONGER_BASES = ("--checkpoint", "assets/vvr2_longer/tiny_one_step_vvr2", "--flow
 LONG_BIN1 = (*COMPARE, "--mode", "same_template", "--train-bins", "1")
 
 
-def large_eval_runs(label: str, bases: tuple[str, ...], seeds: tuple[str, ...], *overrides: str) -> tuple:
+def large_eval_runs(label: str, bases: tuple[str, ...], seeds: tuple[str, ...], *overrides: str,
+                    score_bins: tuple[str, ...] = ()) -> tuple:
     """RWTD runs of 60 steps of 8 prompt groups on bin 1 from ``bases``, one per training seed, scored on 8,192 unseen
-    bin-1 tasks x 2 draws (row labels ``<label>-seed=<seed>``)."""
-    return tuple((f"{label}-seed={seed}", (*LONG_BIN1, "--methods", "rwtd", *bases, "--samples-per-step", "512",
-                                            "--eval-n", "8192", "--out", "{out}", "trainer.grad_accum=8", *overrides,
-                                            f"trainer.seed={seed}")) for seed in seeds)
+    tasks x 2 draws of bin 1, or of ``score_bins`` of the easy pool (row labels ``<label>-seed=<seed>``)."""
+    scoring = ("--score-bins", *score_bins) if score_bins else ()
+    return tuple((f"{label}-seed={seed}", (*LONG_BIN1, "--methods", "rwtd", *bases, *scoring, "--samples-per-step",
+                                            "512", "--eval-n", "8192", "--out", "{out}", "trainer.grad_accum=8",
+                                            *overrides, f"trainer.seed={seed}")) for seed in seeds)
+
+
+def large_eval_method_runs(methods: tuple[str, ...], *overrides: str) -> tuple:
+    """Each method's 60-step run on bin 1 from the longer-trained bases at the default budget (64 samples per step),
+    scored on 8,192 unseen bin-1 tasks x 2 draws (row labels: the method)."""
+    return tuple((method, (*LONG_BIN1, "--methods", method, *LONG_BASES, "--eval-n", "8192", "--out", "{out}",
+                           *overrides)) for method in methods)
 
 
 def published_rwtd(lam: str) -> tuple[str, ...]:
@@ -1410,20 +1419,18 @@ ENTRIES: tuple[Entry, ...] = (
           note="RWTD's λ = 0 and 0.85 in the 8-group runs on bin-1 tasks from the longer-trained v2 one-step base "
                "(training seed 0), scored on 8,192 unseen bin-1 tasks x 2 draws"),
     Entry("vvr2_long_rwtd_accum8_easy_to_hard_large_eval",
-          large_eval_runs("long", (*LONG_BASES, "--score-bins", "2"), ("0", "1", "2", "3", "4")),
+          large_eval_runs("long", LONG_BASES, ("0", "1", "2", "3", "4"), score_bins=("2",)),
           fast=False, blocks={"vvr2_long_rwtd_accum8_easy_to_hard_large_eval": rwtd_large_eval},
           note="the runs of vvr2_rwtd_accum8_large_eval and vvr2_long_rwtd_accum8_large_eval_seeds on the "
                "longer-trained v2 one-step base (trained on bin 1, training seeds 0-4), scored instead on 8,192 "
                "unseen bin-2 tasks x 2 draws (easy to hard within the easy pool)"),
     Entry("vvr2_long_bin1_60_large_eval",
-          tuple((method, (*LONG_BIN1, "--methods", method, *LONG_BASES, "--eval-n", "8192", "--out", "{out}"))
-                for method in ("rwtd", "festdpo", "rwr", "flow_grpo", "diffusion_nft")),
+          large_eval_method_runs(("rwtd", "festdpo", "rwr", "flow_grpo", "diffusion_nft")),
           fast=False, blocks={"vvr2_long_bin1_60_large_eval": methods_large_eval},
           note="vvr2_long_bin1_60 (every method 60 steps on bin-1 tasks from the longer-trained v2 bases at one "
                "sample budget), scored instead on 8,192 unseen bin-1 tasks x 2 draws"),
     Entry("vvr2_long_bin1_60_large_eval_seed1",
-          tuple((method, (*LONG_BIN1, "--methods", method, *LONG_BASES, "--eval-n", "8192", "--out", "{out}",
-                          "trainer.seed=1")) for method in ("flow_grpo", "diffusion_nft", "rwtd")),
+          large_eval_method_runs(("flow_grpo", "diffusion_nft", "rwtd"), "trainer.seed=1"),
           fast=False, blocks={"vvr2_long_bin1_60_large_eval_seed1": methods_large_eval},
           note="training seed 1 of vvr2_long_bin1_60_large_eval's runs of the three methods that did not lose there"),
     Entry("vvr2_long_rwtd_accum8_150", ((None, (*LONG_BIN1, "--methods", "rwtd", *LONG_BASES, "--samples-per-step",

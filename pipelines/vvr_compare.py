@@ -78,6 +78,7 @@ MODES = ("v1", "heldout", "same_template", "easy_to_hard")
 TRAIN_SOURCES = {"heldout": {"name": "vvr2", "pool": "easy"}, "same_template": {"name": "vvr2", "pool": "easy"},
                  "easy_to_hard": {"name": "vvr2", "pool": "matched", "bins": [1, 2]}}
 ALL_BINS = (1, 2, 3, 4, 5)
+EASY_POOL_BINS = (1, 2)  # the easy pool's complexity <= 20
 
 
 def train_source(mode: str, train_bins: list[int] | None) -> dict:
@@ -128,9 +129,10 @@ def evaluated_tasks(mode: str, source: dict, eval_n: int, per_bin: int,
     trained on (e.g. train on bin 1, score bin 2: easy to hard within the pool)."""
     if mode == "same_template":
         if score_bins:
-            batches = [build_prompt_source({**source, "bins": [b]}).eval_batch(eval_n) for b in sorted(set(score_bins))]
+            bins = sorted(set(score_bins))
+            batches = [build_prompt_source({**source, "bins": [b]}).eval_batch(eval_n) for b in bins]
             return (PromptBatch([p for b in batches for p in b.prompts], [m for b in batches for m in b.metadata]),
-                    f"{eval_n} unseen tasks of each of bins {sorted(set(score_bins))} of the v2 {source['pool']} pool")
+                    f"{eval_n} unseen tasks of each of bins {bins} of the v2 {source['pool']} pool")
         within = f" (bins {source['bins']})" if "bins" in source else ""
         return build_prompt_source(source).eval_batch(eval_n), f"{eval_n} unseen tasks of the v2 {source['pool']} pool{within}"
     bins = scored_bins(mode, source)
@@ -218,14 +220,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.mode != "v1" and args.fit_tasks:
         p.error("--fit-tasks belongs to --mode v1")
     if args.train_bins is not None:
-        reachable = {"v1": (), "heldout": (1, 2), "same_template": (1, 2), "easy_to_hard": (1, 2, 3, 4)}[args.mode]
+        reachable = {"v1": (), "heldout": EASY_POOL_BINS, "same_template": EASY_POOL_BINS,
+                     "easy_to_hard": (1, 2, 3, 4)}[args.mode]
         if not set(args.train_bins) <= set(reachable):
             p.error(f"--train-bins {args.train_bins}: --mode {args.mode} trains on bins from {list(reachable)}"
                     + {"v1": " (v1 tasks have no difficulty bins)", "easy_to_hard": " (it scores the bins above them)"}
                     .get(args.mode, " (the easy pool has complexity <= 20)"))
-    if args.score_bins is not None and (args.mode != "same_template" or not set(args.score_bins) <= {1, 2}):
+    if args.score_bins is not None and (args.mode != "same_template"
+                                        or not set(args.score_bins) <= set(EASY_POOL_BINS)):
         p.error(f"--score-bins {args.score_bins}: only --mode same_template takes it, with bins of the easy pool "
-                "(1, 2; the other modes score VVRBench bins)")
+                f"({', '.join(map(str, EASY_POOL_BINS))}; the other modes score VVRBench bins)")
     methods = args.methods if args.methods is not None else list(V1_METHODS if args.mode == "v1" else METHODS)
     if any(o.startswith("trainer.prompts_per_step=") for o in args.overrides):
         p.error("trainer.prompts_per_step is set per method from --samples-per-step; change that (or the method's samples per prompt)")
