@@ -322,6 +322,26 @@ def pretrain_v2_table(max_complexity: int) -> Callable[[ResultTable], str]:
 vvr_pretrain_v2 = pretrain_v2_table(11)
 
 
+#: run label -> README name of the v2 flow pretrained from scratch with each output and loss (vvr_pretrain_v2_x0_pilot)
+VVR_X0_ARMS = {"velocity": ("velocity prediction, velocity loss (as shipped)", ()),
+               "sample_x0_loss": ("sample prediction, sample-space loss", ("--prediction", "sample", "--loss-space",
+                                                                          "sample"))}
+
+
+def vvr_x0_pilot(t: ResultTable) -> str:
+    """Held-out strict accuracy (± SE) and soft reward of each arm's flow at 8 and 4 Euler steps and in one step."""
+
+    def cell(r: ResultRow) -> str:
+        return (f"{pct(r.values['all_satisfied'])} ± {100 * r.se['all_satisfied']:.1f} "
+                f"(RL reward {r.values['soft_reward']:.3f})")
+
+    lines = [[name, *(cell(t.row(f"{label}/{row}")) for row in ("flow 8 steps", "flow 4 steps", "one-step"))]
+             for label, (name, _) in VVR_X0_ARMS.items()]
+    n = t.row("velocity/flow 8 steps").info["n"]
+    return table(["v2 flow trained from scratch with", f"8 Euler steps ({n} held-out easy tasks)", "4 Euler steps",
+                  "one Euler step"], lines)
+
+
 VVR_FROM_LEVELS = ("1", "0.9", "0.75", "0.5", "0.25")
 #: run label -> (README name, flow checkpoint, VVR version of its held-out tasks)
 VVR_FROM_BASES = {"v1": ("`assets/tiny_flow_vvr` (v1)", "assets/tiny_flow_vvr", "1"),
@@ -1018,10 +1038,11 @@ def large_eval_runs(label: str, bases: tuple[str, ...], seeds: tuple[str, ...], 
                                             *overrides, f"trainer.seed={seed}")) for seed in seeds)
 
 
-def large_eval_method_runs(methods: tuple[str, ...], *overrides: str) -> tuple:
-    """Each method's 60-step run on bin 1 from the longer-trained bases at the default budget (64 samples per step),
-    scored on 8,192 unseen bin-1 tasks x 2 draws (row labels: the method)."""
-    return tuple((method, (*LONG_BIN1, "--methods", method, *LONG_BASES, "--eval-n", "8192", "--out", "{out}",
+def large_eval_method_runs(methods: tuple[str, ...], *overrides: str, samples_per_step: str = "") -> tuple:
+    """Each method's 60-step run on bin 1 from the longer-trained bases at the default budget (64 samples per step)
+    or at ``samples_per_step``, scored on 8,192 unseen bin-1 tasks x 2 draws (row labels: the method)."""
+    budget = ("--samples-per-step", samples_per_step) if samples_per_step else ()
+    return tuple((method, (*LONG_BIN1, "--methods", method, *LONG_BASES, *budget, "--eval-n", "8192", "--out", "{out}",
                            *overrides)) for method in methods)
 
 
@@ -1382,6 +1403,17 @@ ENTRIES: tuple[Entry, ...] = (
           pictures={"one_step_samples.png": "assets/readme/vvr2_longer_one_step_samples.png"},
           note="the longer-trained v2 flow trained 60 minutes further on one core (24,000 rendered pairs), and a "
                "one-step student distilled from it for 20 minutes in the same run"),
+    Entry("vvr_pretrain_v2_x0_pilot",
+          tuple((label, (PY, "pipelines/vvr_pretrain.py", *arm, "--flow-minutes", "120", "--flow-steps", "4000",
+                         "--distill-minutes", "0", "--distill-pairs", "0", "--bench-per-bin", "0", "--eval-n", "384",
+                         "--threads", "1", "--assets", "{out}/assets", "--out", "{out}", "--results", "{results}"))
+                for label, (_, arm) in VVR_X0_ARMS.items()),
+          fast=False, blocks={"vvr_pretrain_v2_x0_pilot": vvr_x0_pilot},
+          pictures={"run_1/flow_samples.png": "assets/readme/vvr2_x0_flow_samples.png"},
+          note="the 32 px v2 flow pretrained from scratch for 4,000 steps (one core each), predicting the velocity with "
+               "the velocity loss (as shipped) or the clean sample with the loss in sample space; held-out strict "
+               "accuracy and soft reward on 384 easy tasks; the one-step row is the flow's own one Euler step "
+               "(no distillation)"),
     Entry("vvr2_longer_bin1_60", ((None, (*LONG_BIN1, *LONGER_BASES, "--out", "{out}")),), fast=False,
           blocks={"vvr2_longer_bin1_60": vvr2_methods},
           note="every method trained 60 steps on bin-1 tasks from the v2 bases trained 60 minutes further"),
@@ -1433,6 +1465,16 @@ ENTRIES: tuple[Entry, ...] = (
           large_eval_method_runs(("flow_grpo", "diffusion_nft", "rwtd"), "trainer.seed=1"),
           fast=False, blocks={"vvr2_long_bin1_60_large_eval_seed1": methods_large_eval},
           note="training seed 1 of vvr2_long_bin1_60_large_eval's runs of the three methods that did not lose there"),
+    *(Entry(f"vvr2_long_{method}_accum8_large_eval",
+            large_eval_method_runs((method,), "trainer.grad_accum=8", samples_per_step="512"),
+            fast=False, blocks={f"vvr2_long_{method}_accum8_large_eval": methods_large_eval},
+            note=f"{method} at RWTD's 8-group budget (512 generator samples per step in 8 accumulated rollouts, 60 "
+                 "steps) on bin-1 tasks from the longer-trained v2 flow, scored on 8,192 unseen bin-1 tasks x 2 draws")
+      for method in ("flow_grpo", "diffusion_nft")),
+    Entry("vvr2_long_diffusion_nft_accum8_large_eval_seed1",
+          large_eval_method_runs(("diffusion_nft",), "trainer.grad_accum=8", "trainer.seed=1", samples_per_step="512"),
+          fast=False, blocks={"vvr2_long_diffusion_nft_accum8_large_eval_seed1": methods_large_eval},
+          note="training seed 1 of vvr2_long_diffusion_nft_accum8_large_eval"),
     Entry("vvr2_long_rwtd_accum8_150", ((None, (*LONG_BIN1, "--methods", "rwtd", *LONG_BASES, "--samples-per-step",
                                                  "512", "--steps", "150", "--out", "{out}", "trainer.grad_accum=8")),),
           fast=False, blocks={"vvr2_long_rwtd_accum8_150": vvr2_methods},

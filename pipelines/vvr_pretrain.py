@@ -12,6 +12,8 @@
    G(z, prompt) is regressed onto the result (MSE, rectified-flow style). The student copies the teacher's
    weights and reads its output as ``tanh(z - f(z))`` (``--parametrization flow_residual``), so it starts at
    the teacher's one-step Euler sample instead of at ``tanh(velocity)``: held-out accuracy 13.0% vs 7.3%.
+   A flow that predicts the clean sample (``--prediction sample``) gets ``tanh(f(z))`` (``image``), its one-step
+   Euler sample, by default.
 4. Measure, with the VVR verifier, on held-out tasks (seeds >= EVAL_SEED_BASE, never trained on): the renders
    themselves (the verifier's own accuracy at 32 px), the flow, the one-step student and a random-init one-step
    generator. Prints all-satisfied rate and mean soft reward; v2 also scores held-out VVRBench v2 tasks per
@@ -24,6 +26,7 @@
     python pipelines/vvr_pretrain.py --image-size 64 --unet-unshuffle 4 --tag _64   # 64 px at the 32 px model's cost
     python pipelines/vvr_pretrain.py --init-flow assets/tiny_flow_vvr2 --flow-minutes 25 --lr 3e-4   # train the v2 flow further
     python pipelines/vvr_pretrain.py --teacher assets/vvr2_long/tiny_flow_vvr2 --distill-minutes 20 --assets /tmp/a   # distil only
+    python pipelines/vvr_pretrain.py --prediction sample --loss-space sample --tag _x0   # x-prediction, clean-sample loss
 
 ``--image-size`` renders, trains and scores at that size; ``--unet-unshuffle 4`` runs the UNet on a 4×4 space-to-depth
 view so a 64 px step costs about what a 32 px one does. ``--cond-dropout`` trains the flow with some prompts replaced
@@ -42,6 +45,7 @@ from typing import Callable
 import torch
 from tqdm import tqdm
 
+from visalign.core.flow import LOSS_SPACES, PREDICTIONS
 from visalign.core.generator import load_generator
 from visalign.generators.tiny import TinyFlowConfig, TinyFlowGenerator, TinyOneStepConfig, TinyOneStepGenerator
 from visalign.results import ResultRow, Tolerance, write_results
@@ -191,15 +195,16 @@ def budgeted_training(model: torch.nn.Module, loss_fn, minutes: float, max_steps
 
 
 def train_flow(flow: TinyFlowGenerator, prompts: list[str], images: torch.Tensor, minutes: float, max_steps: int,
-               batch: int, lr: float, seed: int, cond_dropout: float = 0.0) -> int:
+               batch: int, lr: float, seed: int, cond_dropout: float = 0.0, loss_space: str = "velocity") -> int:
     """Conditional flow matching on (prompt, render) pairs; each prompt is replaced by the empty prompt with
-    probability ``cond_dropout``, so the flow also learns the unconditional velocity that guidance needs."""
+    probability ``cond_dropout``, so the flow also learns the unconditional velocity that guidance needs.
+    ``loss_space`` as in :meth:`~visalign.core.flow.FlowModel.flow_matching_loss`."""
 
     def loss_fn(g: torch.Generator) -> torch.Tensor:
         idx = torch.randint(len(prompts), (batch,), generator=g)
         drop = torch.rand(batch, generator=g) < cond_dropout
         batch_prompts = ["" if d else prompts[i] for i, d in zip(idx.tolist(), drop.tolist())]
-        return flow.flow_matching_loss(images[idx], flow.encode(batch_prompts), generator=g)
+        return flow.flow_matching_loss(images[idx], flow.encode(batch_prompts), generator=g, loss_space=loss_space)
 
     return budgeted_training(flow, loss_fn, minutes, max_steps, lr, seed, "flow matching")
 
@@ -307,8 +312,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--guidance", type=float, default=1.0,
                    help="classifier-free guidance scale of the teacher's ODE (distillation and the flow's scores); 1 = none")
     p.add_argument("--tag", default="", help="checkpoint folder suffix: <assets>/tiny_flow_vvr2<tag>")
-    p.add_argument("--parametrization", choices=("image", "flow_residual"), default="flow_residual",
-                   help="one-step output; flow_residual starts the student at the teacher's one-step Euler sample")
+    p.add_argument("--prediction", choices=PREDICTIONS, default="velocity",
+                   help="what the flow network outputs: the velocity, or the clean sample (JiT-style x-prediction)")
+    p.add_argument("--loss-space", choices=LOSS_SPACES, default="velocity",
+                   help="flow loss: the velocity error, or the clean-sample error (the velocity error weighted by t²)")
+    p.add_argument("--parametrization", choices=("image", "flow_residual"), default=None,
+                   help="one-step output; default: the one that starts the student at the teacher's one-step Euler "
+                        "sample (flow_residual for a velocity-predicting flow, image for a sample-predicting one)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1, help="1 is fastest on a shared 2-core machine")
     p.add_argument("--teacher", default=None, metavar="FOLDER",
@@ -319,6 +329,7 @@ def main(argv: list[str] | None = None) -> int:
                         "flow; its config must match the model options")
     p.add_argument("--results", default=None, help="also write the result file (visalign.results format) here")
     args = p.parse_args(argv)
+    args.parametrization = args.parametrization or ("image" if args.prediction == "sample" else "flow_residual")
     if args.init_flow is not None and args.teacher is not None:
         p.error("--init-flow trains a flow further and --teacher distils from a flow without training it: pick one")
     v2 = args.version == 2
@@ -337,11 +348,14 @@ def main(argv: list[str] | None = None) -> int:
         model.update(text_encoder="pretrained", text_encoder_path=args.text_encoder)
     metrics: dict[str, object] = ({"version": 2, "pool": "easy", "max_complexity": args.max_complexity, "model": model}
                                   if v2 else {"level": LEVEL, "types": list(LOW_RES_TYPES), "model": model})
+    if (args.prediction, args.loss_space) != ("velocity", "velocity"):  # earlier records keep their keys
+        metrics.update(prediction=args.prediction, loss_space=args.loss_space)
+    flow_config = TinyFlowConfig(**model, num_steps=8, prediction=args.prediction)
 
     given_flow = None
     for option, folder in (("--init-flow", args.init_flow), ("--teacher", args.teacher)):
         if folder is not None:  # checked before the slow rendering
-            given_flow = matching_flow(TinyFlowConfig(**model, num_steps=8), load_generator(Path(folder)), p, option)
+            given_flow = matching_flow(flow_config, load_generator(Path(folder)), p, option)
             metrics[option[2:].replace("-", "_")] = folder
     renders_key = f"renders_{size}px"
     metrics[renders_key] = eval_renders(args.eval_n, tasks, size)
@@ -352,14 +366,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.teacher is not None:
         flow = given_flow
     else:
-        flow = given_flow if given_flow is not None else TinyFlowGenerator(TinyFlowConfig(**model, num_steps=8))
+        flow = given_flow if given_flow is not None else TinyFlowGenerator(flow_config)
         if model.get("text_encoder") == "pretrained":  # frozen: encode the pool once, outside the training budget
             t = time.perf_counter()
             flow.backbone.text_encoder.warm_cache(prompts)
             metrics["prompt_encode_seconds"] = round(time.perf_counter() - t, 1)
         t = time.perf_counter()
         metrics["flow_steps"] = train_flow(flow, prompts, images, args.flow_minutes, args.flow_steps, args.batch, args.lr,
-                                           args.seed, args.cond_dropout)
+                                           args.seed, args.cond_dropout, args.loss_space)
         metrics["flow_seconds"] = round(time.perf_counter() - t, 1)
         flow.eval()
         flow.save_pretrained(flow_dir)

@@ -1,11 +1,15 @@
-"""The flow-matching loss in velocity space (plain) and in clean-sample space (``loss_space="sample"``)."""
+"""The flow-matching loss in velocity space (plain) and in clean-sample space (``loss_space="sample"``), and flows
+that predict the clean sample (``prediction: sample``)."""
 from __future__ import annotations
 
 import pytest
 import torch
 
-from visalign import TinyAudioVideoFlowGenerator
+from visalign import TinyAudioVideoFlowGenerator, TinyFlowGenerator
+from visalign.core.config import ConfigError
 from visalign.core.flow import flow_error_weights, noise_latents
+from visalign.core.generator import load_generator
+from visalign.generators.tiny import TinyFlowConfig
 from visalign.generators.tiny_av import TinyAudioVideoConfig
 
 PROMPT = "a red circle bouncing left and right with a low beep"
@@ -87,3 +91,47 @@ def test_latent_levels_spread_each_modalitys_level_over_its_part():
     assert levels.shape == (2, *model.noise_shape)
     assert torch.equal(parts["video"], torch.tensor([[0.2], [0.7]]).expand_as(parts["video"]))
     assert torch.equal(parts["audio"], torch.tensor([[0.9], [0.1]]).expand_as(parts["audio"]))
+
+
+def _tiny_image_flow(prediction: str) -> TinyFlowGenerator:
+    torch.manual_seed(0)
+    return TinyFlowGenerator(TinyFlowConfig(image_size=8, patch_size=2, num_steps=1, prediction=prediction)).eval()
+
+
+def test_an_x_predicting_image_flow_reads_its_output_as_the_clean_image():
+    """``prediction: sample`` on the tiny image flow: velocity (x_t − out) / max(t, 0.05), so one Euler step from pure
+    noise lands exactly on the network's output, and a checkpoint keeps the choice."""
+    model = _tiny_image_flow("sample")
+    x, t, cond = torch.randn(3, 3, 8, 8), torch.tensor([1.0, 0.5, 0.01]), model.encode(["a red circle"] * 3)
+    with torch.no_grad():
+        out = model.backbone(x, t * 1000.0, cond)
+        expected = (x - out) / torch.tensor([1.0, 0.5, 0.05]).view(3, 1, 1, 1)
+        torch.testing.assert_close(model.velocity(x, t, cond), expected)
+        z = torch.randn(2, 3, 8, 8)
+        torch.testing.assert_close(model.sample_latents(z, model.encode(["a", "b"]), 1),
+                                   model.backbone(z, torch.full((2,), 1000.0), model.encode(["a", "b"])))
+    with pytest.raises(ConfigError, match="prediction must be one of"):
+        TinyFlowConfig(prediction="eps")
+
+
+def test_the_image_flow_keeps_its_prediction_through_a_checkpoint(tmp_path):
+    model = _tiny_image_flow("sample")
+    model.save_pretrained(tmp_path / "flow")
+    loaded = load_generator(tmp_path / "flow")
+    assert loaded.config.prediction == "sample"
+    x, t = torch.randn(2, 3, 8, 8), torch.tensor([0.3, 0.8])
+    with torch.no_grad():
+        torch.testing.assert_close(loaded.velocity(x, t, loaded.encode(["a", "b"])), model.velocity(x, t, model.encode(["a", "b"])))
+    assert TinyFlowConfig().prediction == "velocity"  # earlier checkpoints load as velocity-predicting
+
+
+def test_for_an_x_predicting_image_flow_the_sample_space_loss_is_its_clean_estimate_error():
+    model = _tiny_image_flow("sample")
+    x0, cond = torch.rand(4, 3, 8, 8) * 2 - 1, model.encode(["a red circle"] * 4)
+    g = torch.Generator().manual_seed(3)
+    eps, t = torch.randn((4, 3, 8, 8), generator=g), torch.rand((4,), generator=g)
+    assert t.min() > 0.05
+    with torch.no_grad():
+        estimate = model.backbone(noise_latents(x0, t, eps), t * 1000.0, cond)
+        loss = model.flow_matching_loss(x0, cond, torch.Generator().manual_seed(3), loss_space="sample")
+    assert loss.item() == pytest.approx((estimate - x0).pow(2).mean().item(), rel=1e-5)

@@ -158,6 +158,20 @@ def test_methods_large_eval_table_names_each_method_with_its_changes_in_paired_s
     assert line.startswith("| Flow-GRPO |") and line.endswith("| 3840 + 0 |")
 
 
+def test_x0_pilot_table_gives_each_arms_accuracy_with_its_se_and_soft_reward_per_sampler():
+    from visalign.results import ResultRow, ResultTable, Run
+
+    rows = [ResultRow(f"{arm}/{row}", {"all_satisfied": p, "soft_reward": p + 0.1}, {"all_satisfied": 0.01},
+                      info={"n": 384})
+            for arm, base in (("velocity", 0.01), ("sample_x0_loss", 0.2))
+            for row, p in (("flow 8 steps", base), ("flow 4 steps", base / 2), ("one-step", base / 4))]
+    lines = registry.vvr_x0_pilot(ResultTable("x", [Run("python pipelines/vvr_pretrain.py")], rows)).splitlines()
+    assert "8 Euler steps (384 held-out easy tasks)" in lines[0]
+    assert lines[3].split(" | ")[1:] == ["20.0% ± 1.0 (RL reward 0.300)", "10.0% ± 1.0 (RL reward 0.200)",
+                                         "5.0% ± 1.0 (RL reward 0.150) |"]
+    assert lines[2].startswith("| velocity prediction, velocity loss (as shipped) | 1.0% ± 1.0 (RL reward 0.110)")
+
+
 DEFAULT_SUITE = ("text_arithmetic_short", "pretrain_shipped")  # short enough to rerun in the default test suite
 
 

@@ -344,6 +344,20 @@ def test_flow_pretraining_drops_prompts_at_the_given_rate() -> None:
     assert len(seen) == 640 and 0.18 < seen.count("") / len(seen) < 0.32
 
 
+def test_flow_pretraining_uses_the_loss_space_it_is_given() -> None:
+    pretrain = load_pipeline_script("vvr_pretrain")
+    from visalign.generators import TinyFlowConfig, TinyFlowGenerator
+
+    flow = TinyFlowGenerator(TinyFlowConfig(image_size=8, patch_size=2))
+    spaces: list[str] = []
+    loss = flow.flow_matching_loss
+    flow.flow_matching_loss = lambda *a, loss_space="velocity", **k: spaces.append(loss_space) or loss(*a, loss_space=loss_space, **k)
+    for space in ("velocity", "sample"):
+        pretrain.train_flow(flow, ["a red circle"] * 4, torch.zeros(4, 3, 8, 8), minutes=1, max_steps=2, batch=4,
+                            lr=1e-4, seed=0, loss_space=space)
+    assert spaces == ["velocity", "velocity", "sample", "sample"]
+
+
 def test_pretrain_script_continues_a_flow_checkpoint_and_refuses_a_mismatched_one(tmp_path: Path, capsys) -> None:
     """``--init-flow FOLDER`` trains that checkpoint further (recorded in the metrics); a checkpoint whose config
     differs from the model the options build is refused before any rendering, naming the differing fields."""
@@ -365,6 +379,32 @@ def test_pretrain_script_continues_a_flow_checkpoint_and_refuses_a_mismatched_on
     with pytest.raises(SystemExit):
         script.main([*common, "--assets", str(tmp_path / "x"), "--image-size", "64", "--init-flow", str(first)])
     assert "--init-flow checkpoint differs from the model the options build in ['image_size']" in capsys.readouterr().err
+
+
+def test_pretrain_script_trains_an_x_predicting_flow_whose_student_starts_at_its_one_step_sample(tmp_path: Path,
+                                                                                               capsys) -> None:
+    """``--prediction sample --loss-space sample``: the flow predicts the clean image and trains on the clean-sample
+    loss (both recorded); the undistilled student defaults to ``image`` and draws exactly the flow's one Euler step
+    (through tanh instead of the clamp); a velocity-predicting checkpoint is refused as ``--init-flow``."""
+    script = load_pipeline_script("vvr_pretrain")
+    common = ["--bench-per-bin", "0", "--pool", "8", "--batch", "4", "--eval-n", "2", "--out", str(tmp_path / "grids")]
+    assert script.main([*common, "--assets", str(tmp_path / "x0"), "--prediction", "sample", "--loss-space", "sample",
+                        "--flow-steps", "2", "--distill-minutes", "0", "--distill-pairs", "0"]) == 0
+    flow, student = (load_generator(tmp_path / "x0" / name) for name in ("tiny_flow_vvr2", "tiny_one_step_vvr2"))
+    assert flow.config.prediction == "sample" and student.config.parametrization == "image"
+    metrics = json.loads((tmp_path / "x0" / "tiny_one_step_vvr2" / "pretrain_metrics.json").read_text())
+    assert (metrics["prediction"], metrics["loss_space"], metrics["distill_steps"]) == ("sample", "sample", 0)
+    z, prompts = torch.randn(3, 3, 32, 32, generator=torch.Generator().manual_seed(0)), ["a red circle"] * 3
+    with torch.no_grad():
+        torch.testing.assert_close(student.generate(z, student.encode(prompts)),
+                                   torch.tanh(flow.sample_latents(z, flow.encode(prompts), 1)))
+    assert script.main([*common, "--assets", str(tmp_path / "v"), "--flow-steps", "1", "--distill-steps", "1",
+                        "--distill-pairs", "4"]) == 0
+    assert "prediction" not in json.loads((tmp_path / "v" / "tiny_one_step_vvr2" / "pretrain_metrics.json").read_text())
+    with pytest.raises(SystemExit):
+        script.main([*common, "--assets", str(tmp_path / "y"), "--prediction", "sample",
+                     "--init-flow", str(tmp_path / "v" / "tiny_flow_vvr2")])
+    assert "--init-flow checkpoint differs from the model the options build in ['prediction']" in capsys.readouterr().err
 
 
 def test_pretrain_script_distils_from_a_given_teacher_without_training_it(tmp_path: Path, capsys) -> None:

@@ -12,7 +12,7 @@ _EXPORTS = {
     **{name: "config" for name in ("ConfigError", "apply_overrides", "from_dict", "load_yaml", "option",
                                    "describe_config")},
     **{name: "flow" for name in ("FlowModel", "SDETrajectory", "flow_sigmas", "noise_latents", "shift_times",
-                                 "flow_error_weights", "sample_from_level")},
+                                 "flow_error_weights", "sample_from_level", "velocity_from_sample")},
     "ot_coupled_noise": "coupling",
     "TokenFeatures": "latent",
     "BlockFeatures": "features",

@@ -21,7 +21,7 @@ from torch import nn
 
 from ..core.config import ConfigError, check, option
 from ..core.generator import Generator, register_generator
-from ..core.flow import FlowModel
+from ..core.flow import PREDICTIONS, FlowModel, velocity_from_sample
 from ..core.latent import TokenFeatures
 from .diffusers_pipeline import PolicyView
 from .lora import LORA_WEIGHTS_FILE, LoraOptions, adapter_disabled, add_denoiser_lora, load_lora_file, save_lora_file
@@ -90,15 +90,20 @@ class TinyImageConfig(LoraOptions):
 
 @dataclass
 class TinyFlowConfig(TinyImageConfig):
-    """:class:`TinyImageConfig` plus the Euler sampler's step count and timestep shift."""
+    """:class:`TinyImageConfig` plus the Euler sampler's step count and timestep shift, and what the network
+    predicts (``prediction: sample`` reads its output as the clean image, :func:`~visalign.core.flow.velocity_from_sample`)."""
 
     num_steps: int = option(4, "Euler sampling steps")
     shift: float = option(1.0, "timestep shift of the schedule (1: uniform)")
+    prediction: Literal["velocity", "sample"] = option(
+        "velocity", "what the network outputs: 'velocity' (ε − x₀) or 'sample' (x₀, JiT-style x-prediction; the "
+        "velocity is then (x_t − x̂₀) / max(t, 0.05))")
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check(self.num_steps >= 1, f"num_steps must be >= 1, got {self.num_steps}")
         check(self.shift > 0, f"shift must be > 0, got {self.shift}")
+        check(self.prediction in PREDICTIONS, f"prediction must be one of {PREDICTIONS}, got {self.prediction!r}")
 
 
 @dataclass
@@ -320,7 +325,10 @@ class TinyFlowGenerator(_TinyImageMixin, _PromptFlowMixin, FlowModel, TokenFeatu
         self._init_lora()
 
     def velocity(self, x: torch.Tensor, t: torch.Tensor, cond: Any = None) -> torch.Tensor:
-        return self.backbone(x, t * 1000.0, self._cond(cond, x.shape[0]))
+        out = self.backbone(x, t * 1000.0, self._cond(cond, x.shape[0]))
+        if self.config.prediction == "velocity":
+            return out
+        return velocity_from_sample(x, out, t.reshape(-1, *([1] * (x.dim() - 1))))
 
     def token_features(self, latents: torch.Tensor, t: torch.Tensor, cond: Any, blocks: int) -> torch.Tensor:
         return self.backbone.token_features(latents, t * 1000.0, self._cond(cond, latents.shape[0]), blocks)

@@ -21,7 +21,7 @@ from torch import nn
 
 from ..core.audio_video import AudioVideoFlowModel
 from ..core.config import ConfigError, check, option
-from ..core.flow import flow_error_weights, flow_noise, noise_latents, shift_times
+from ..core.flow import PREDICTIONS, flow_error_weights, flow_noise, noise_latents, shift_times, velocity_from_sample
 from ..core.generator import register_generator
 from .text_encoder import TinyTextEncoder
 from .tiny import _PromptFlowMixin
@@ -47,8 +47,7 @@ class TinyAudioVideoConfig(TinyVideoFlowConfig):
         check(self.sample_rate >= 1 and self.audio_patch >= 1, "sample_rate and audio_patch must be >= 1")
         length = self.frames / self.fps * self.sample_rate
         check(abs(length - round(length)) < 1e-6, f"frames / fps * sample_rate = {length} must be a whole number of samples")
-        check(self.prediction in ("velocity", "sample"),
-              f"prediction must be 'velocity' or 'sample', got {self.prediction!r}")
+        check(self.prediction in PREDICTIONS, f"prediction must be one of {PREDICTIONS}, got {self.prediction!r}")
         check(self.cross_frames is None or self.cross_frames >= 0,
               f"cross_frames must be >= 0 (or null for full cross-attention), got {self.cross_frames}")
         check(round(length) % self.audio_patch == 0,
@@ -62,10 +61,6 @@ class TinyAudioVideoConfig(TinyVideoFlowConfig):
     def video_size(self) -> int:
         c, t, h, w = self.video_shape
         return c * t * h * w
-
-
-#: the smallest noise level a sample-predicting model divides by (JiT's clip): near t = 0 the velocity stays finite
-SAMPLE_PREDICTION_MIN_TIME = 0.05
 
 
 def time_embedding(times: torch.Tensor, width: int, longest: float, shortest: float) -> torch.Tensor:
@@ -185,8 +180,7 @@ class TinyAudioVideoFlowGenerator(_TinyVideoMixin, _PromptFlowMixin, AudioVideoF
         each modality at its own noise level."""
         if self.config.prediction == "velocity":
             return out
-        t = self.latent_levels({"video": video_t, "audio": audio_t})
-        return (x - out) / t.clamp_min(SAMPLE_PREDICTION_MIN_TIME).to(x.dtype)
+        return velocity_from_sample(x, out, self.latent_levels({"video": video_t, "audio": audio_t}))
 
     def modality_velocity(self, x: torch.Tensor, times: Mapping[str, torch.Tensor], cond: Any = None) -> torch.Tensor:
         """Velocity when the video part is at noise level ``times["video"]`` and the audio part at ``times["audio"]``
