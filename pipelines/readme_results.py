@@ -1410,8 +1410,8 @@ ENTRIES: tuple[Entry, ...] = (
                 for label, (_, arm) in VVR_X0_ARMS.items()),
           fast=False, blocks={"vvr_pretrain_v2_x0_pilot": vvr_x0_pilot},
           pictures={"run_1/flow_samples.png": "assets/readme/vvr2_x0_flow_samples.png"},
-          note="the 32 px v2 flow pretrained from scratch for 4,000 steps (one core each), predicting the velocity with "
-               "the velocity loss (as shipped) or the clean sample with the loss in sample space; held-out strict "
+          note="the 32 px v2 flow pretrained from scratch for 4,000 steps (one core each), predicting the velocity "
+               "with the velocity loss (as shipped) or the clean sample with the loss in sample space; held-out strict "
                "accuracy and soft reward on 384 easy tasks; the one-step row is the flow's own one Euler step "
                "(no distillation)"),
     Entry("vvr2_longer_bin1_60", ((None, (*LONG_BIN1, *LONGER_BASES, "--out", "{out}")),), fast=False,

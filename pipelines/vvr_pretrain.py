@@ -26,7 +26,7 @@
     python pipelines/vvr_pretrain.py --image-size 64 --unet-unshuffle 4 --tag _64   # 64 px at the 32 px model's cost
     python pipelines/vvr_pretrain.py --init-flow assets/tiny_flow_vvr2 --flow-minutes 25 --lr 3e-4   # train the v2 flow further
     python pipelines/vvr_pretrain.py --teacher assets/vvr2_long/tiny_flow_vvr2 --distill-minutes 20 --assets /tmp/a   # distil only
-    python pipelines/vvr_pretrain.py --prediction sample --loss-space sample --tag _x0   # x-prediction, clean-sample loss
+    python pipelines/vvr_pretrain.py --prediction sample --loss-space sample --tag _x0   # x-prediction, x0 loss
 
 ``--image-size`` renders, trains and scores at that size; ``--unet-unshuffle 4`` runs the UNet on a 4×4 space-to-depth
 view so a 64 px step costs about what a 32 px one does. ``--cond-dropout`` trains the flow with some prompts replaced

@@ -121,7 +121,8 @@ def test_the_image_flow_keeps_its_prediction_through_a_checkpoint(tmp_path):
     assert loaded.config.prediction == "sample"
     x, t = torch.randn(2, 3, 8, 8), torch.tensor([0.3, 0.8])
     with torch.no_grad():
-        torch.testing.assert_close(loaded.velocity(x, t, loaded.encode(["a", "b"])), model.velocity(x, t, model.encode(["a", "b"])))
+        torch.testing.assert_close(loaded.velocity(x, t, loaded.encode(["a", "b"])),
+                                   model.velocity(x, t, model.encode(["a", "b"])))
     assert TinyFlowConfig().prediction == "velocity"  # earlier checkpoints load as velocity-predicting
 
 

@@ -351,7 +351,8 @@ def test_flow_pretraining_uses_the_loss_space_it_is_given() -> None:
     flow = TinyFlowGenerator(TinyFlowConfig(image_size=8, patch_size=2))
     spaces: list[str] = []
     loss = flow.flow_matching_loss
-    flow.flow_matching_loss = lambda *a, loss_space="velocity", **k: spaces.append(loss_space) or loss(*a, loss_space=loss_space, **k)
+    flow.flow_matching_loss = lambda *a, loss_space="velocity", **k: (spaces.append(loss_space)
+                                                                     or loss(*a, loss_space=loss_space, **k))
     for space in ("velocity", "sample"):
         pretrain.train_flow(flow, ["a red circle"] * 4, torch.zeros(4, 3, 8, 8), minutes=1, max_steps=2, batch=4,
                             lr=1e-4, seed=0, loss_space=space)
@@ -404,7 +405,8 @@ def test_pretrain_script_trains_an_x_predicting_flow_whose_student_starts_at_its
     with pytest.raises(SystemExit):
         script.main([*common, "--assets", str(tmp_path / "y"), "--prediction", "sample",
                      "--init-flow", str(tmp_path / "v" / "tiny_flow_vvr2")])
-    assert "--init-flow checkpoint differs from the model the options build in ['prediction']" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "--init-flow checkpoint differs from the model the options build in ['prediction']" in err
 
 
 def test_pretrain_script_distils_from_a_given_teacher_without_training_it(tmp_path: Path, capsys) -> None:

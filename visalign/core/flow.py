@@ -241,7 +241,8 @@ SAMPLE_PREDICTION_MIN_TIME = 0.05
 
 def velocity_from_sample(x: torch.Tensor, x0_hat: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
     """The velocity of a clean-sample estimate ``x̂₀`` at ``x_t = (1 − t) x₀ + t ε``: ``(x_t − x̂₀) / max(t, 0.05)``
-    (``t`` broadcasts against ``x``), so a sample-predicting network plugs into every velocity-based sampler and loss."""
+    (``t`` broadcasts against ``x``), so a sample-predicting network plugs into every velocity-based sampler and
+    loss."""
     return (x - x0_hat) / t.clamp_min(SAMPLE_PREDICTION_MIN_TIME).to(x.dtype)
 
 

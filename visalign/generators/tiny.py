@@ -91,7 +91,8 @@ class TinyImageConfig(LoraOptions):
 @dataclass
 class TinyFlowConfig(TinyImageConfig):
     """:class:`TinyImageConfig` plus the Euler sampler's step count and timestep shift, and what the network
-    predicts (``prediction: sample`` reads its output as the clean image, :func:`~visalign.core.flow.velocity_from_sample`)."""
+    predicts (``prediction: sample`` reads its output as the clean image,
+    :func:`~visalign.core.flow.velocity_from_sample`)."""
 
     num_steps: int = option(4, "Euler sampling steps")
     shift: float = option(1.0, "timestep shift of the schedule (1: uniform)")
