@@ -21,7 +21,7 @@ from torch import nn
 
 from ..core.config import ConfigError, check, option
 from ..core.generator import Generator, register_generator
-from ..core.flow import PREDICTIONS, FlowModel, velocity_from_sample
+from ..core.flow import PREDICTIONS, FlowModel, broadcast_to, velocity_from_sample
 from ..core.latent import TokenFeatures
 from .diffusers_pipeline import PolicyView
 from .lora import LORA_WEIGHTS_FILE, LoraOptions, adapter_disabled, add_denoiser_lora, load_lora_file, save_lora_file
@@ -329,7 +329,7 @@ class TinyFlowGenerator(_TinyImageMixin, _PromptFlowMixin, FlowModel, TokenFeatu
         out = self.backbone(x, t * 1000.0, self._cond(cond, x.shape[0]))
         if self.config.prediction == "velocity":
             return out
-        return velocity_from_sample(x, out, t.reshape(-1, *([1] * (x.dim() - 1))))
+        return velocity_from_sample(x, out, broadcast_to(t, x))
 
     def token_features(self, latents: torch.Tensor, t: torch.Tensor, cond: Any, blocks: int) -> torch.Tensor:
         return self.backbone.token_features(latents, t * 1000.0, self._cond(cond, latents.shape[0]), blocks)
