@@ -264,6 +264,14 @@ def methods_large_eval(t: ResultTable) -> str:
     return table(["method", "generator", *LARGE_EVAL_HEAD, "generator samples (policy + reference)"], lines)
 
 
+def methods_seeds_large_eval(t: ResultTable) -> str:
+    """Method runs labelled ``<method>-seed=<seed>``, scored on 8,192 unseen tasks: one line per method and training
+    seed with the changes in their paired SEs."""
+    lines = [[VVR_METHODS[method], VVR_GENERATORS[r.info["generator"]], seed, *large_eval_cells(r)]
+             for r in t.rows for method, seed in [r.row.split("/")[0].split("-seed=")]]
+    return table(["method", "generator", "training seed", *LARGE_EVAL_HEAD], lines)
+
+
 LAMBDAS = {"0": "0 (tilted reference only)", "0.5": "0.5 (shipped)", "0.85": "0.85 (published ρ = 0.15)"}
 
 
@@ -1046,6 +1054,16 @@ def large_eval_method_runs(methods: tuple[str, ...], *overrides: str, samples_pe
                            *overrides)) for method in methods)
 
 
+def accum8_method_runs(runs: tuple[tuple[str, str], ...], score_bins: tuple[str, ...]) -> tuple:
+    """The flow methods at RWTD's 8-group budget (``vvr2_long_<method>_accum8_large_eval``'s training), one run per
+    (method, training seed), scored on 8,192 unseen tasks x 2 draws of ``score_bins`` of the easy pool (row labels
+    ``<method>-seed=<seed>``)."""
+    return tuple((f"{method}-seed={seed}", (*LONG_BIN1, "--methods", method, *LONG_BASES, "--samples-per-step", "512",
+                                            "--score-bins", *score_bins, "--eval-n", "8192", "--out", "{out}",
+                                            "trainer.grad_accum=8", f"trainer.seed={seed}"))
+                 for method, seed in runs)
+
+
 def published_rwtd(lam: str) -> tuple[str, ...]:
     """RWTD's published regime on the v1 held-out comparison: 24 + 24 samples per prompt, 8 prompt groups per optimizer
     step, a fixed temperature on the calibrated reward scale, the 0.1 floor, Sinkhorn with the ε floor, η = 0.2 and
@@ -1475,6 +1493,12 @@ ENTRIES: tuple[Entry, ...] = (
           large_eval_method_runs(("diffusion_nft",), "trainer.grad_accum=8", "trainer.seed=1", samples_per_step="512"),
           fast=False, blocks={"vvr2_long_diffusion_nft_accum8_large_eval_seed1": methods_large_eval},
           note="training seed 1 of vvr2_long_diffusion_nft_accum8_large_eval"),
+    Entry("vvr2_long_flow_accum8_easy_to_hard_large_eval",
+          accum8_method_runs((("flow_grpo", "0"), ("diffusion_nft", "0"), ("diffusion_nft", "1")), score_bins=("2",)),
+          fast=False, blocks={"vvr2_long_flow_accum8_easy_to_hard_large_eval": methods_seeds_large_eval},
+          note="the runs of vvr2_long_flow_grpo_accum8_large_eval and vvr2_long_diffusion_nft_accum8_large_eval(_seed1) "
+               "(trained on bin 1), scored instead on 8,192 unseen bin-2 tasks x 2 draws (easy to hard within the "
+               "easy pool)"),
     Entry("vvr2_long_rwtd_accum8_150", ((None, (*LONG_BIN1, "--methods", "rwtd", *LONG_BASES, "--samples-per-step",
                                                  "512", "--steps", "150", "--out", "{out}", "trainer.grad_accum=8")),),
           fast=False, blocks={"vvr2_long_rwtd_accum8_150": vvr2_methods},
