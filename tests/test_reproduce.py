@@ -158,6 +158,23 @@ def test_methods_large_eval_table_names_each_method_with_its_changes_in_paired_s
     assert line.startswith("| Flow-GRPO |") and line.endswith("| 3840 + 0 |")
 
 
+def test_methods_seeds_table_names_each_method_and_training_seed_with_its_changes_in_paired_se():
+    from visalign.results import ResultRow, ResultTable, Run
+
+    def row(method: str, seed: str, acc_after: float) -> ResultRow:
+        return ResultRow(f"{method}-seed={seed}/{method}", {"acc_before": 0.002, "acc_after": acc_after,
+                                                             "soft_before": 0.04, "soft_after": 0.043,
+                                                             "feat_dist_to_ref": 0.05},
+                         {"acc_after": 0.0005, "soft_after": 0.0006}, info={"generator": "tiny_flow_vvr2"})
+
+    t = ResultTable("x", [Run("python pipelines/vvr_compare.py")], [row("flow_grpo", "0", 0.003),
+                                                                    row("diffusion_nft", "1", 0.0015)])
+    lines = registry.methods_seeds_large_eval(t).splitlines()
+    assert lines[2].split(" | ")[1:5] == ["4-step flow (v2)", "0", "0.0020 → 0.0030 (±0.0005)", "2.0"]
+    assert lines[2].startswith("| Flow-GRPO |") and lines[2].endswith("| 5.0 | 0.050 |")
+    assert lines[3].startswith("| DiffusionNFT | 4-step flow (v2) | 1 |") and lines[3].split(" | ")[4] == "−1.0"
+
+
 def test_x0_pilot_table_gives_each_arms_accuracy_with_its_se_and_soft_reward_per_sampler():
     from visalign.results import ResultRow, ResultTable, Run
 

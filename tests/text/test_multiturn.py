@@ -81,3 +81,51 @@ def test_multiturn_algorithm_loss_has_gradient(gpt2_policy):
     result = algo.evaluate(ctx, BATCH, torch.Generator().manual_seed(0))
     metrics = {"eval/reward_mean": float(result.rewards.mean()), **result.metrics}
     assert 0.0 <= metrics["eval/success"] <= 1.0
+
+
+ENV_FILE = '''
+from visalign.text import StepResult, TextEnvironment
+
+
+class Echo(TextEnvironment):
+    def __init__(self, reward=1.0):
+        self.reward = reward
+
+    def step(self, history, metadata):
+        return StepResult("", self.reward, True)
+
+
+class NotAnEnv:
+    def step(self, history, metadata):
+        return None
+'''
+
+
+def test_load_environment_builds_the_named_class_from_a_file_with_its_kwargs(tmp_path):
+    from visalign.text import load_environment
+
+    path = tmp_path / "envs.py"
+    path.write_text(ENV_FILE)
+    env = load_environment(f"{path}:Echo", reward=0.25)
+    assert type(env).__name__ == "Echo" and env.step(["hi"], {}).reward == 0.25
+    assert env.initial_state("p", {}) == "p" and env.initial_progress("p", {}) == 0.0
+    algo = TextMultiTurn(TextMultiTurnConfig(env=f"{path}:Echo", env_kwargs={"reward": 0.5}))
+    algo.setup(None)
+    assert algo.env.step(["hi"], {}).reward == 0.5
+
+
+def test_load_environment_names_what_is_wrong_with_the_spec(tmp_path):
+    from visalign.text import load_environment
+
+    path = tmp_path / "envs.py"
+    path.write_text(ENV_FILE)
+    with pytest.raises(ValueError, match="must look like 'file.py:Class'"):
+        load_environment(str(path))
+    with pytest.raises(FileNotFoundError, match="missing.py"):
+        load_environment(f"{tmp_path / 'missing.py'}:Echo")
+    with pytest.raises(AttributeError, match="has no attribute 'Ecko'"):
+        load_environment(f"{path}:Ecko")
+    with pytest.raises(TypeError, match="built a NotAnEnv, not a TextEnvironment"):
+        load_environment(f"{path}:NotAnEnv")
+    with pytest.raises(ValueError, match="needs algorithm.env"):
+        TextMultiTurn(TextMultiTurnConfig()).setup(None)

@@ -1,7 +1,8 @@
 """The ``vvr`` reward: verifiable visual rewards from a classical parser (no network, no GPU)."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from functools import partial
+from typing import Any, Callable, Sequence
 
 import torch
 
@@ -47,9 +48,10 @@ class VVRReward(Reward):
         self.weights = dict(weights or {})
         self.layout_grid = layout_grid
         self.last_details: list[dict[str, Any]] = []
-        self._cache: dict[str, Any] = {}
+        self._cache: dict[str, Callable[[Any], tuple[float, dict[str, Any]]]] = {}
 
-    def _task(self, meta: dict[str, Any], i: int) -> Any:
+    def _scorer(self, meta: dict[str, Any], i: int) -> Callable[[Any], tuple[float, dict[str, Any]]]:
+        """The task of ``metadata[i]``, parsed once per id, as a function image -> (reward, details)."""
         from ..vvr.spec_task import SpecTask, is_v2_row
         from ..vvr.task import Task
 
@@ -60,12 +62,32 @@ class VVRReward(Reward):
         key = raw.get("id") if isinstance(raw, dict) else None
         if key is not None and key in self._cache:
             return self._cache[key]
-        task = SpecTask.from_row(raw, f"metadata[{i}]") if is_v2_row(raw) else Task.from_dict(raw)
+        if is_v2_row(raw):
+            scorer = partial(self._score_v2, SpecTask.from_row(raw, f"metadata[{i}]"))
+        else:
+            scorer = partial(self._score_v1, Task.from_dict(raw))
         if key is not None:
             if len(self._cache) > 4096:
                 self._cache.clear()
-            self._cache[key] = task
-        return task
+            self._cache[key] = scorer
+        return scorer
+
+    def _score_v2(self, task: Any, image: Any) -> tuple[float, dict[str, Any]]:
+        from ..vvr.spec_verifier import verify_spec
+
+        r = verify_spec(image, task.spec, self.tolerances)
+        return float(r.strict) if self.strict else r.reward, {
+            "task_id": task.id, "all_satisfied": r.strict, "dense": r.dense, "reward": r.reward, "extras": r.extras,
+            "criteria": r.criteria()}
+
+    def _score_v1(self, task: Any, image: Any) -> tuple[float, dict[str, Any]]:
+        from ..vvr.verifier import verify
+
+        r = verify(image, task)
+        weights = [self.weights.get(c.type, 1.0) for c in task.constraints]
+        return r.reward(weights, strict=self.strict), {
+            "task_id": task.id, "passed": r.passed, "fraction": r.fraction, "all_satisfied": r.all_satisfied,
+            "gate": r.gate}
 
     def features(self, samples: Samples) -> torch.Tensor:
         """``B × (6·grid²)``: where each palette colour is, per cell of a ``layout_grid`` grid (differentiable)."""
@@ -74,26 +96,13 @@ class VVRReward(Reward):
         return colour_layout(samples, self.layout_grid).flatten(1)
 
     def __call__(self, samples: Samples, prompts: Sequence[str], metadata: Metadata) -> torch.Tensor:
-        from ..vvr.spec_task import SpecTask
-        from ..vvr.spec_verifier import verify_spec
-        from ..vvr.verifier import verify
-
         require_modality(samples, ("image",), "vvr")
         images = _channels_last_uint8(samples, metadata, "vvr", "images B x 3 x H x W")
         out, self.last_details = [], []
         for i, (img, meta) in enumerate(zip(images, metadata)):
-            task = self._task(meta, i)
-            if isinstance(task, SpecTask):
-                r2 = verify_spec(img, task.spec, self.tolerances)
-                out.append(float(r2.strict) if self.strict else r2.reward)
-                self.last_details.append({"task_id": task.id, "all_satisfied": r2.strict, "dense": r2.dense,
-                                          "reward": r2.reward, "extras": r2.extras, "criteria": r2.criteria()})
-                continue
-            res = verify(img, task)
-            w = [self.weights.get(c.type, 1.0) for c in task.constraints]
-            out.append(res.reward(w, strict=self.strict))
-            self.last_details.append({"task_id": task.id, "passed": res.passed, "fraction": res.fraction,
-                                      "all_satisfied": res.all_satisfied, "gate": res.gate})
+            reward, details = self._scorer(meta, i)(img)
+            out.append(reward)
+            self.last_details.append(details)
         return torch.tensor(out, dtype=torch.float32, device=samples.device)
 
 

@@ -166,9 +166,12 @@ def load_environment(spec: str, **kwargs: Any) -> TextEnvironment:
         module_spec.loader.exec_module(module)
     else:
         module = importlib.import_module(target)
-    if not hasattr(module, attr):
-        raise AttributeError(f"{target} has no attribute {attr!r}")
-    env = getattr(module, attr)(**kwargs)
-    if not isinstance(env, TextEnvironment) and not hasattr(env, "step"):
-        raise TypeError(f"{spec} did not build an environment with a step(history, metadata) method")
+    try:
+        factory = getattr(module, attr)
+    except AttributeError:
+        raise AttributeError(f"environment spec {spec!r}: {target} has no attribute {attr!r}") from None
+    env = factory(**kwargs)
+    if not isinstance(env, TextEnvironment):
+        raise TypeError(f"environment spec {spec!r} built a {type(env).__name__}, not a TextEnvironment: subclass "
+                        "visalign.text.TextEnvironment (its step(history, metadata) returns a StepResult)")
     return env
