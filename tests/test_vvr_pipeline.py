@@ -434,3 +434,31 @@ def test_pretrain_script_distils_from_a_given_teacher_without_training_it(tmp_pa
     with pytest.raises(SystemExit):
         script.main([*common, "--assets", str(tmp_path / "x"), "--teacher", str(teacher), "--init-flow", str(teacher)])
     assert "pick one" in capsys.readouterr().err
+
+
+def test_pretrain_script_ships_the_flow_weights_ema_and_scores_the_raw_weights_too(tmp_path: Path, capsys) -> None:
+    """``--ema-decay``: the raw weights train exactly as without it (their 8-step scores equal the plain run's, on
+    the same draws); the shipped flow holds the moving average instead, recorded with the raw weights' row."""
+    from safetensors.torch import load_file
+
+    script = load_pipeline_script("vvr_pretrain")
+    common = ["--bench-per-bin", "0", "--pool", "8", "--batch", "4", "--eval-n", "4", "--flow-steps", "4",
+              "--distill-steps", "1", "--distill-pairs", "4", "--out", str(tmp_path / "grids")]
+    assert script.main([*common, "--assets", str(tmp_path / "plain")]) == 0
+    assert script.main([*common, "--assets", str(tmp_path / "ema"), "--ema-decay", "0.5",
+                        "--results", str(tmp_path / "ema.json")]) == 0
+    plain, ema = (json.loads((tmp_path / run / "tiny_one_step_vvr2" / "pretrain_metrics.json").read_text())
+                  for run in ("plain", "ema"))
+    assert "ema_decay" not in plain and ema["ema_decay"] == 0.5
+    assert ema["flow_8step_raw"] == plain["flow_8step"]
+    raw, averaged = (load_file(tmp_path / run / "tiny_flow_vvr2" / "model.safetensors") for run in ("plain", "ema"))
+    assert raw.keys() == averaged.keys() and any(not torch.equal(raw[k], averaged[k]) for k in raw)
+    from visalign.results import load_results
+
+    row = load_results(tmp_path / "ema.json").row("flow 8 steps, raw weights")
+    assert row.values["all_satisfied"] == ema["flow_8step_raw"]["all_satisfied"]
+    for bad in (["--ema-decay", "1"], ["--ema-decay", "0.9", "--teacher", str(tmp_path / "plain" / "tiny_flow_vvr2")]):
+        with pytest.raises(SystemExit):
+            script.main([*common, "--assets", str(tmp_path / "x"), *bad])
+    err = capsys.readouterr().err
+    assert "--ema-decay must be in [0, 1), got 1.0" in err and "--teacher trains none" in err
