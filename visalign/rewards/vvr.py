@@ -2,12 +2,16 @@
 from __future__ import annotations
 
 from functools import partial
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import torch
 
 from ..core.reward import Reward, register_reward, require_modality
 from ..core.types import Metadata, Samples
+
+if TYPE_CHECKING:
+    from ..vvr.spec_task import SpecTask
+    from ..vvr.task import Task
 
 
 def _channels_last_uint8(samples: Samples, metadata: Metadata, name: str, layout: str) -> Any:
@@ -72,7 +76,7 @@ class VVRReward(Reward):
             self._cache[key] = scorer
         return scorer
 
-    def _score_v2(self, task: Any, image: Any) -> tuple[float, dict[str, Any]]:
+    def _score_v2(self, task: SpecTask, image: Any) -> tuple[float, dict[str, Any]]:
         from ..vvr.spec_verifier import verify_spec
 
         r = verify_spec(image, task.spec, self.tolerances)
@@ -80,7 +84,7 @@ class VVRReward(Reward):
             "task_id": task.id, "all_satisfied": r.strict, "dense": r.dense, "reward": r.reward, "extras": r.extras,
             "criteria": r.criteria()}
 
-    def _score_v1(self, task: Any, image: Any) -> tuple[float, dict[str, Any]]:
+    def _score_v1(self, task: Task, image: Any) -> tuple[float, dict[str, Any]]:
         from ..vvr.verifier import verify
 
         r = verify(image, task)
