@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from pipelines import readme_results as registry  # noqa: E402
+from pipelines.readme_blocks import formatting, vvr as vvr_blocks  # noqa: E402
 from pipelines import reproduce  # noqa: E402
 
 
@@ -120,10 +121,10 @@ def test_a_moved_row_is_reported_by_name():
 def test_across_seeds_is_the_mean_change_in_its_standard_error_over_seeds():
     metrics = (("desync", "desync"), ("video_quality", "video quality"))
     changes = [{"desync": d, "video_quality": v} for d, v in ((0.1, -1e-4), (0.3, 1e-4), (0.2, -3e-4))]
-    scores = registry.across_seeds(changes, metrics)
+    scores = formatting.across_seeds(changes, metrics)
     assert scores["desync"] == pytest.approx(0.2 / (0.1 / 3 ** 0.5))
     assert scores["video_quality"] == pytest.approx(-1e-4 / (2e-4 / 3 ** 0.5))
-    assert registry.across_seeds([{"desync": 0.1, "video_quality": 0.0}] * 2, metrics) == {"desync": math.inf,
+    assert formatting.across_seeds([{"desync": 0.1, "video_quality": 0.0}] * 2, metrics) == {"desync": math.inf,
                                                                                             "video_quality": 0.0}
 
 
@@ -136,7 +137,7 @@ def test_large_eval_table_gives_each_change_in_its_paired_se_and_the_seed_mean_i
                          {"acc_after": 0.002, "soft_after": 0.001})
 
     t = ResultTable("x", [Run("python pipelines/vvr_compare.py")], [row("0", 0.076, 0.179), row("1", 0.072, 0.175)])
-    lines = registry.rwtd_large_eval(t).splitlines()
+    lines = vvr_blocks.rwtd_large_eval(t).splitlines()
     assert lines[2].split(" | ")[1:4] == ["0", "0.0700 → 0.0760 (±0.0020)", "3.0"]
     assert lines[3].split(" | ")[3] == "1.0"
     seed_mean = lines[4].split(" | ")
@@ -152,7 +153,7 @@ def test_methods_large_eval_table_names_each_method_with_its_changes_in_paired_s
               "samples_policy": 3840, "samples_reference": 0}
     r = ResultRow("flow_grpo/flow_grpo", values, {"acc_after": 0.002, "soft_after": 0.004},
                   info={"generator": "tiny_flow_vvr2"})
-    line = registry.methods_large_eval(ResultTable("x", [Run("python pipelines/vvr_compare.py")], [r])).splitlines()[2]
+    line = vvr_blocks.methods_large_eval(ResultTable("x", [Run("python pipelines/vvr_compare.py")], [r])).splitlines()[2]
     assert line.split(" | ")[1:5] == ["4-step flow (v2)", "0.0800 → 0.0700 (±0.0020)", "−5.0",
                                       "0.1700 → 0.1800 (±0.0040)"]
     assert line.startswith("| Flow-GRPO |") and line.endswith("| 3840 + 0 |")
@@ -169,7 +170,7 @@ def test_methods_seeds_table_names_each_method_and_training_seed_with_its_change
 
     t = ResultTable("x", [Run("python pipelines/vvr_compare.py")], [row("flow_grpo", "0", 0.003),
                                                                     row("diffusion_nft", "1", 0.0015)])
-    lines = registry.methods_seeds_large_eval(t).splitlines()
+    lines = vvr_blocks.methods_seeds_large_eval(t).splitlines()
     assert lines[2].split(" | ")[1:5] == ["4-step flow (v2)", "0", "0.0020 → 0.0030 (±0.0005)", "2.0"]
     assert lines[2].startswith("| Flow-GRPO |") and lines[2].endswith("| 5.0 | 0.050 |")
     assert lines[3].startswith("| DiffusionNFT | 4-step flow (v2) | 1 |") and lines[3].split(" | ")[4] == "−1.0"
@@ -182,7 +183,7 @@ def test_x0_pilot_table_gives_each_arms_accuracy_with_its_se_and_soft_reward_per
                       info={"n": 384})
             for arm, base in (("velocity", 0.01), ("sample_x0_loss", 0.2))
             for row, p in (("flow 8 steps", base), ("flow 4 steps", base / 2), ("one-step", base / 4))]
-    lines = registry.vvr_x0_pilot(ResultTable("x", [Run("python pipelines/vvr_pretrain.py")], rows)).splitlines()
+    lines = vvr_blocks.vvr_x0_pilot(ResultTable("x", [Run("python pipelines/vvr_pretrain.py")], rows)).splitlines()
     assert "8 Euler steps (384 held-out easy tasks)" in lines[0]
     assert lines[3].split(" | ")[1:] == ["20.0% ± 1.0 (RL reward 0.300)", "10.0% ± 1.0 (RL reward 0.200)",
                                          "5.0% ± 1.0 (RL reward 0.150) |"]
