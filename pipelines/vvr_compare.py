@@ -52,6 +52,7 @@ import time
 from pathlib import Path
 
 import torch
+from tqdm import tqdm
 
 from visalign.core import PromptBatch, build_prompt_source, load_generator
 from visalign.core.algorithm import build_algorithm
@@ -99,18 +100,24 @@ def scored_bins(mode: str, source: dict) -> tuple[int, ...]:
 
 @torch.no_grad()
 def outputs(gen, prompts: list[str], seed: int = 99) -> torch.Tensor:
+    """``gen``'s samples for ``prompts``, 64 at a time from one seeded noise stream."""
     gen.eval()
     out = []
     g = torch.Generator().manual_seed(seed)
-    for i in range(0, len(prompts), 64):
+    for i in tqdm(range(0, len(prompts), 64), desc="sample", disable=len(prompts) <= 256):
         ps = prompts[i:i + 64]
         out.append(gen.sample(ps, generator=g))
     return torch.cat(out)
 
 
-def scores(x: torch.Tensor, prompts, meta) -> dict[str, torch.Tensor]:
-    """Per-image all-satisfied bit and soft reward."""
-    return {"acc": VVRReward(strict=True)(x, prompts, meta).double(), "soft": VVRReward()(x, prompts, meta).double()}
+def scores(x: torch.Tensor, prompts, meta, batch: int = 256) -> dict[str, torch.Tensor]:
+    """Per-image all-satisfied bit and soft reward (scored ``batch`` images at a time)."""
+    strict, soft, acc, rewards = VVRReward(strict=True), VVRReward(), [], []
+    for i in tqdm(range(0, len(prompts), batch), desc="score", disable=len(prompts) <= batch):
+        part = slice(i, i + batch)
+        acc.append(strict(x[part], prompts[part], meta[part]).double())
+        rewards.append(soft(x[part], prompts[part], meta[part]).double())
+    return {"acc": torch.cat(acc), "soft": torch.cat(rewards)}
 
 
 def paired_se(after: torch.Tensor, before: torch.Tensor, draws: int = 1) -> float:

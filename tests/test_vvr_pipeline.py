@@ -211,6 +211,22 @@ def test_compare_scores_unseen_tasks_of_other_bins_of_the_pool_when_asked() -> N
     assert not {m["task_id"] for m in harder.metadata[3:]} & {m["task_id"] for m in default.metadata}
 
 
+def test_compare_scores_in_batches_exactly_as_in_one_call() -> None:
+    """``scores`` splits the images into batches (for its progress bar): the bits and rewards are those of one call."""
+    from visalign.vvr.render import to_tensor
+    from visalign.vvr.spec_render import render_spec_task
+
+    compare = load_pipeline_script("vvr_compare")
+    tasks = compare.evaluated_tasks("same_template", compare.train_source("same_template", [1]), 7, 0)[0]
+    x = torch.rand(7, 3, 32, 32, generator=torch.Generator().manual_seed(0)) * 2 - 1
+    x[:3] = to_tensor([render_spec_task(m["task"], 32) for m in tasks.metadata[:3]])
+    whole = compare.scores(x, tasks.prompts, tasks.metadata, batch=7)
+    batched = compare.scores(x, tasks.prompts, tasks.metadata, batch=3)
+    assert whole["soft"][:3].min() > whole["soft"][3:].max()  # renders score, noise does not
+    for key in ("acc", "soft"):
+        assert torch.equal(whole[key], batched[key]) and whole[key].dtype == torch.float64
+
+
 @pytest.mark.parametrize("mode, score_bins", [("heldout", ["2"]), ("same_template", ["3"])])
 def test_compare_refuses_score_bins_outside_the_pool_or_mode(tmp_path: Path, capsys, mode, score_bins) -> None:
     with pytest.raises(SystemExit):
