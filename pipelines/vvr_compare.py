@@ -59,7 +59,7 @@ from visalign.core.algorithm import build_algorithm
 from visalign.core.prompts import _read_prompt_file
 from visalign.features import build_features
 from visalign.results import ResultRow, Tolerance, write_results
-from visalign.rewards.vvr import VVRReward
+from visalign.rewards.vvr import vvr_scores
 from visalign.vvr.source import task_batch
 from visalign.vvr.splits import bench_tasks_per_bin
 from visalign.run import build_trainer, load_run_config
@@ -112,12 +112,9 @@ def outputs(gen, prompts: list[str], seed: int = 99) -> torch.Tensor:
 
 def scores(x: torch.Tensor, prompts, meta, batch: int = 256) -> dict[str, torch.Tensor]:
     """Per-image all-satisfied bit and soft reward (scored ``batch`` images at a time)."""
-    strict, soft, acc, rewards = VVRReward(strict=True), VVRReward(), [], []
-    for i in tqdm(range(0, len(prompts), batch), desc="score", disable=len(prompts) <= batch):
-        part = slice(i, i + batch)
-        acc.append(strict(x[part], prompts[part], meta[part]).double())
-        rewards.append(soft(x[part], prompts[part], meta[part]).double())
-    return {"acc": torch.cat(acc), "soft": torch.cat(rewards)}
+    parts = [vvr_scores(x[i:i + batch], prompts[i:i + batch], meta[i:i + batch])
+             for i in tqdm(range(0, len(prompts), batch), desc="score", disable=len(prompts) <= batch)]
+    return {"acc": torch.cat([s["strict"] for s in parts]).double(), "soft": torch.cat([s["soft"] for s in parts]).double()}
 
 
 def paired_se(after: torch.Tensor, before: torch.Tensor, draws: int = 1) -> float:

@@ -52,7 +52,7 @@ from visalign.core.flow import LOSS_SPACES, PREDICTIONS
 from visalign.core.generator import load_generator
 from visalign.generators.tiny import TinyFlowConfig, TinyFlowGenerator, TinyOneStepConfig, TinyOneStepGenerator
 from visalign.results import ResultRow, Tolerance, write_results
-from visalign.rewards.vvr import VVRReward
+from visalign.rewards.vvr import VVRReward, vvr_scores
 from visalign.vvr.render import render_task, to_tensor
 from visalign.vvr.sampler import LOW_RES_TYPES
 from visalign.core.integrity import write_manifest
@@ -137,15 +137,14 @@ def cosine_lr(opt: torch.optim.Optimizer, base: float, frac: float, warmup: floa
 @torch.no_grad()
 def evaluate(sample_fn, n: int, batch: int = 64, seed: int = 1234, tasks: TaskFn = easy_tasks, size: int = 32) -> dict[str, float]:
     """All-satisfied rate and mean soft VVR reward of ``sample_fn(noise, prompts)`` on ``n`` held-out tasks."""
-    soft, strict = VVRReward(), VVRReward(strict=True)
     ev = tasks(n, None)
     g = torch.Generator().manual_seed(seed)
     acc, rew = [], []
     for i in range(0, n, batch):
         prompts, meta = ev.prompts[i:i + batch], ev.metadata[i:i + batch]
-        x = sample_fn(torch.randn(len(prompts), 3, size, size, generator=g), prompts)
-        acc.append(strict(x, prompts, meta))
-        rew.append(soft(x, prompts, meta))
+        scored = vvr_scores(sample_fn(torch.randn(len(prompts), 3, size, size, generator=g), prompts), prompts, meta)
+        acc.append(scored["strict"])
+        rew.append(scored["soft"])
     return {"all_satisfied": round(torch.cat(acc).mean().item(), 4), "soft_reward": round(torch.cat(rew).mean().item(), 4), "n": n}
 
 
@@ -154,15 +153,16 @@ def bench_per_bin(sample_fn, per_bin: int, seed: int = 4321, size: int = 32) -> 
     """Strict accuracy and mean RL reward per difficulty bin on the first ``per_bin`` VVRBench v2 tasks of each bin
     (held out: bench indices are never a pool index), next to the verifier on ``size`` px renders of the same tasks."""
     by_bin = bench_tasks_per_bin(range(1, 6), per_bin)
-    soft, strict = VVRReward(), VVRReward(strict=True)
+    strict = VVRReward(strict=True)
     g = torch.Generator().manual_seed(seed)
     out = {}
     for b in sorted(by_bin):
         batch = task_batch(by_bin[b])
         x = sample_fn(torch.randn(len(batch.prompts), 3, size, size, generator=g), batch.prompts)
+        scored = vvr_scores(x, batch.prompts, batch.metadata)
         renders = to_tensor([render(m, size, i) for i, m in enumerate(batch.metadata)])
-        out[f"bin{b}"] = {"all_satisfied": round(strict(x, batch.prompts, batch.metadata).mean().item(), 4),
-                          "soft_reward": round(soft(x, batch.prompts, batch.metadata).mean().item(), 4),
+        out[f"bin{b}"] = {"all_satisfied": round(scored["strict"].mean().item(), 4),
+                          "soft_reward": round(scored["soft"].mean().item(), 4),
                           f"renders_{size}px": round(strict(renders, batch.prompts, batch.metadata).mean().item(), 4),
                           "n": len(batch.prompts)}
     return out
@@ -171,8 +171,9 @@ def bench_per_bin(sample_fn, per_bin: int, seed: int = 4321, size: int = 32) -> 
 def eval_renders(n: int, tasks: TaskFn = easy_tasks, size: int = 32) -> dict[str, float]:
     ev = tasks(n, None)
     images = to_tensor([render(m, size, i) for i, m in enumerate(ev.metadata)])
-    strict, soft = VVRReward(strict=True)(images, ev.prompts, ev.metadata), VVRReward()(images, ev.prompts, ev.metadata)
-    return {"all_satisfied": round(strict.mean().item(), 4), "soft_reward": round(soft.mean().item(), 4), "n": n}
+    scored = vvr_scores(images, ev.prompts, ev.metadata)
+    return {"all_satisfied": round(scored["strict"].mean().item(), 4), "soft_reward": round(scored["soft"].mean().item(), 4),
+            "n": n}
 
 
 def trainable(model: torch.nn.Module) -> list[torch.nn.Parameter]:
@@ -185,6 +186,7 @@ def budgeted_training(model: torch.nn.Module, loss_fn, minutes: float, max_steps
     """AdamW on ``loss_fn(generator)`` until ``max_steps`` or the time budget, cosine lr over whichever ends first;
     ``ema`` (over the model's trainable parameters) is updated after every step."""
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    averaged = trainable(model) if ema is not None else []
     g = torch.Generator().manual_seed(seed)
     budget, start, step = minutes * 60, time.perf_counter(), 0
     bar = tqdm(total=max_steps, desc=desc)
@@ -197,7 +199,7 @@ def budgeted_training(model: torch.nn.Module, loss_fn, minutes: float, max_steps
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         if ema is not None:
-            ema.step(trainable(model))
+            ema.step(averaged)
         step += 1
         shown_loss = loss.item() if shown_loss is None else 0.98 * shown_loss + 0.02 * loss.item()
         bar.update(1)

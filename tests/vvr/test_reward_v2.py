@@ -106,3 +106,25 @@ def test_video_reward_and_errors():
         reward(videos[:, :, 0], [t.prompt for t in tasks], meta)
     with pytest.raises(ValueError, match="metadata"):
         reward(videos[:2], ["", ""], [{}, {}])
+
+
+@pytest.mark.parametrize("version", ["v2", "v1"])
+def test_vvr_scores_gives_both_rewards_from_one_verification(batch, version):
+    """``vvr_scores``: the strict bits and RL rewards of the two ``vvr`` rewards, on v2 rows and v1 tasks, for a
+    mix of renders (which pass) and noise (which does not)."""
+    from visalign.rewards.vvr import vvr_scores
+    from visalign.vvr.render import render_task
+    from visalign.vvr.source import VVRPromptSource
+
+    if version == "v2":
+        prompts, meta = batch.prompts, batch.metadata
+        good = to_tensor([render_spec_task(SpecTask.from_row(m["task"]), 96) for m in meta[:3]])
+    else:
+        v1 = VVRPromptSource(level=1).sample(6, torch.Generator().manual_seed(0))
+        prompts, meta = v1.prompts, v1.metadata
+        good = to_tensor([render_task(m["task"], 96) for m in meta[:3]])
+    images = torch.cat([good, torch.rand(3, 3, 96, 96, generator=torch.Generator().manual_seed(1)) * 2 - 1])
+    scored = vvr_scores(images, prompts, meta)
+    assert torch.equal(scored["strict"], get_reward("vvr", strict=True)(images, prompts, meta))
+    assert torch.equal(scored["soft"], get_reward("vvr")(images, prompts, meta))
+    assert scored["strict"][:3].tolist() == [1.0, 1.0, 1.0] and scored["strict"][3:].sum() == 0

@@ -110,6 +110,16 @@ class VVRReward(Reward):
         return torch.tensor(out, dtype=torch.float32, device=samples.device)
 
 
+def vvr_scores(samples: Samples, prompts: Sequence[str], metadata: Metadata,
+               tolerances: str = "default") -> dict[str, torch.Tensor]:
+    """Per image, the all-satisfied bit (``strict``, what ``VVRReward(strict=True)`` returns) and the RL reward
+    (``soft``) from one verification each, for evaluations that report both."""
+    reward = VVRReward(tolerances=tolerances)
+    soft = reward(samples, prompts, metadata)
+    strict = torch.tensor([float(d["all_satisfied"]) for d in reward.last_details], device=soft.device)
+    return {"strict": strict, "soft": soft}
+
+
 @register_reward("vvr_video")
 class VVRVideoReward(Reward):
     """Scores videos ``B x C x T x H x W`` in [-1, 1] against ``metadata[i]["task"]``, a video task row
