@@ -110,7 +110,7 @@ def test_an_x_predicting_image_flow_reads_its_output_as_the_clean_image():
         z = torch.randn(2, 3, 8, 8)
         torch.testing.assert_close(model.sample_latents(z, model.encode(["a", "b"]), 1),
                                    model.backbone(z, torch.full((2,), 1000.0), model.encode(["a", "b"])))
-    with pytest.raises(ConfigError, match="prediction must be one of"):
+    with pytest.raises(ConfigError, match=r"prediction must be one of \('velocity', 'sample'\), got 'eps'"):
         TinyFlowConfig(prediction="eps")
 
 

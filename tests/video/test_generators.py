@@ -239,7 +239,7 @@ def test_a_sample_predicting_model_turns_its_clean_estimate_into_each_modalitys_
     torch.testing.assert_close(velocity[:, video], (x - estimate)[:, video] / times["video"].view(-1, 1))
     torch.testing.assert_close(velocity[:, audio], (x - estimate)[:, audio] / torch.tensor([[0.6], [0.05]]))
     _check_time_save_load_partition(gen, AV_PROMPTS, tmp_path)
-    with pytest.raises(ConfigError, match="prediction must be one of"):
+    with pytest.raises(ConfigError, match=r"prediction must be one of \('velocity', 'sample'\), got 'noise'"):
         TinyAudioVideoConfig(**SMALL_AV, prediction="noise")
 
 
