@@ -452,17 +452,30 @@ def test_pretrain_script_distils_from_a_given_teacher_without_training_it(tmp_pa
     assert "pick one" in capsys.readouterr().err
 
 
-def test_pretrain_script_ships_the_flow_weights_ema_and_scores_the_raw_weights_too(tmp_path: Path, capsys) -> None:
-    """``--ema-decay``: the raw weights train exactly as without it (their 8-step scores equal the plain run's, on
-    the same draws); the shipped flow holds the moving average instead, recorded with the raw weights' row."""
+def test_pretrain_script_ships_the_flow_weights_ema_and_scores_the_raw_weights_too(tmp_path: Path, capsys,
+                                                                                   monkeypatch) -> None:
+    """``--ema-decay``: the raw weights train exactly as without it (the flow they score draws what the plain run's
+    flow draws); the shipped flow holds the moving average instead (it draws something else), recorded with the raw
+    weights' row."""
     from safetensors.torch import load_file
 
     script = load_pipeline_script("vvr_pretrain")
+    evaluate, drawn = script.evaluate, []
+    z = torch.randn(2, 3, 32, 32, generator=torch.Generator().manual_seed(5))
+
+    def recording(sample_fn, *args, **kwargs):  # what each evaluated generator draws from one fixed noise
+        drawn.append(sample_fn(z, ["a red circle", "a blue square"]))
+        return evaluate(sample_fn, *args, **kwargs)
+
+    monkeypatch.setattr(script, "evaluate", recording)
     common = ["--bench-per-bin", "0", "--pool", "8", "--batch", "4", "--eval-n", "4", "--flow-steps", "4",
               "--distill-steps", "1", "--distill-pairs", "4", "--out", str(tmp_path / "grids")]
     assert script.main([*common, "--assets", str(tmp_path / "plain")]) == 0
+    plain_draws, drawn[:] = list(drawn), []
     assert script.main([*common, "--assets", str(tmp_path / "ema"), "--ema-decay", "0.5",
                         "--results", str(tmp_path / "ema.json")]) == 0
+    # plain: flow 4 steps, flow 8 steps, ...; EMA: raw 8 steps, then the averaged flow's 4 and 8 steps, ...
+    assert torch.equal(drawn[0], plain_draws[1]) and not torch.equal(drawn[2], plain_draws[1])
     plain, ema = (json.loads((tmp_path / run / "tiny_one_step_vvr2" / "pretrain_metrics.json").read_text())
                   for run in ("plain", "ema"))
     assert "ema_decay" not in plain and ema["ema_decay"] == 0.5
