@@ -20,7 +20,7 @@ import torch
 from visalign.core.flow import sample_from_level
 from visalign.core.generator import load_generator
 from visalign.results import ResultRow, Tolerance, write_results
-from visalign.rewards.vvr import VVRReward
+from visalign.rewards.vvr import vvr_scores
 from visalign.vvr.render import to_tensor
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,8 +30,8 @@ from pipelines.vvr_pretrain import MAX_COMPLEXITY, easy_tasks, easy_tasks_v2, re
 
 def scores(images: torch.Tensor, prompts: list[str], metadata: list[dict]) -> tuple[dict[str, float], dict[str, float]]:
     """Means and standard errors of the strict and soft VVR rewards of ``images``."""
-    values = {"all_satisfied": VVRReward(strict=True)(images, prompts, metadata).float(),
-              "soft_reward": VVRReward()(images, prompts, metadata).float()}
+    scored = vvr_scores(images, prompts, metadata)
+    values = {"all_satisfied": scored["strict"].float(), "soft_reward": scored["soft"].float()}
     return ({k: round(float(v.mean()), 4) for k, v in values.items()},
             {k: round(float(v.std() / len(v) ** 0.5), 4) for k, v in values.items()})
 
