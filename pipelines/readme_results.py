@@ -393,6 +393,19 @@ ENTRIES: tuple[Entry, ...] = (
                "with the velocity loss (as shipped) or the clean sample with the loss in sample space; held-out strict "
                "accuracy and soft reward on 384 easy tasks; the one-step row is the flow's own one Euler step "
                "(no distillation)"),
+    Entry("vvr_pretrain_v2_ema", ((None, (PY, "pipelines/vvr_pretrain.py", "--init-flow", LONGER_FLOW, "--flow-minutes",
+                                          "240", "--flow-steps", "8000", "--lr", "3e-4", "--ema-decay", "0.999",
+                                          "--distill-minutes", "60", "--distill-steps", "2500", "--pool", "32000",
+                                          "--max-complexity", "20", "--seed", "1", "--eval-n", "384", "--threads",
+                                          "1", "--assets", "{out}/assets", "--out", "{out}", "--results",
+                                          "{results}")),),
+          fast=False, blocks={"vvr_pretrain_v2_ema": pretrain_v2_table(20)},
+          pictures={"one_step_samples.png": "assets/readme/vvr2_ema_one_step_samples.png",
+                    "flow_samples.png": "assets/readme/vvr2_ema_flow_samples.png"},
+          note="the v2 flow of assets/vvr2_longer trained 8,000 steps further on one core on 32,000 fresh rendered "
+               "pairs of the easy pool's bins 1-2 (complexity <= 20, training seed 1), shipping an exponential "
+               "moving average of its weights (decay 0.999), and a one-step student distilled from it (2,500 steps) "
+               "in the same run"),
     Entry("vvr2_longer_bin1_60", ((None, (*LONG_BIN1, *LONGER_BASES, "--out", "{out}")),), fast=False,
           blocks={"vvr2_longer_bin1_60": vvr2_methods},
           note="every method trained 60 steps on bin-1 tasks from the v2 bases trained 60 minutes further"),
@@ -454,6 +467,16 @@ ENTRIES: tuple[Entry, ...] = (
           large_eval_method_runs(("diffusion_nft",), "trainer.grad_accum=8", "trainer.seed=1", samples_per_step="512"),
           fast=False, blocks={"vvr2_long_diffusion_nft_accum8_large_eval_seed1": methods_large_eval},
           note="training seed 1 of vvr2_long_diffusion_nft_accum8_large_eval"),
+    Entry("vvr2_long_flow_grpo_accum8_large_eval_seed1",
+          large_eval_method_runs(("flow_grpo",), "trainer.grad_accum=8", "trainer.seed=1", samples_per_step="512"),
+          fast=False, blocks={"vvr2_long_flow_grpo_accum8_large_eval_seed1": methods_large_eval},
+          note="training seed 1 of vvr2_long_flow_grpo_accum8_large_eval"),
+    Entry("vvr2_long_festdpo_rwr_accum8_large_eval",
+          large_eval_method_runs(("festdpo", "rwr"), "trainer.grad_accum=8", samples_per_step="512"),
+          fast=False, blocks={"vvr2_long_festdpo_rwr_accum8_large_eval": methods_large_eval},
+          note="FestDPO and RWR at the 8-group budget (512 generator samples per step in 8 accumulated rollouts, 60 "
+               "steps) on bin-1 tasks from the longer-trained v2 one-step base, scored on 8,192 unseen bin-1 tasks x 2 "
+               "draws"),
     Entry("vvr2_long_flow_accum8_easy_to_hard_large_eval",
           accum8_method_runs((("flow_grpo", "0"), ("diffusion_nft", "0"), ("diffusion_nft", "1")), score_bins=("2",)),
           fast=False, blocks={"vvr2_long_flow_accum8_easy_to_hard_large_eval": methods_seeds_large_eval},

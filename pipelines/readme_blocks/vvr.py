@@ -202,6 +202,8 @@ def pretrain_v2_table(max_complexity: int) -> Callable[[ResultTable], str]:
                   *(pct(r.values[f"renders_{size.replace(' ', '')}"]) for r in bins)],
                  ["one-step", f"{pct(one['all_satisfied'])} (RL reward {one['soft_reward']:.3f})", *(cell(r.values) for r in bins)],
                  ["flow, 8 Euler steps", cell(t.row("flow 8 steps").values), *([""] * len(bins))],
+                 *([["flow, 8 Euler steps, raw weights (not averaged)", cell(raw.values), *([""] * len(bins))]]
+                   for raw in t.rows if raw.row == "flow 8 steps, raw weights"),
                  ["one-step, random init", cell(t.row("one-step random init").values, 0), *([""] * len(bins))]]
         head = ["scored", f"held-out easy (≤ {max_complexity}, {n})",
                 *(f"VVRBench v2 bin {r.row[-1]}" if i == 0 else f"bin {r.row[-1]}" for i, r in enumerate(bins))]
@@ -292,3 +294,25 @@ def ssl_probe(t: ResultTable) -> str:
 
     return table(["features", "object count (7 classes)", "colour, one-colour scenes (8)", "shape, one-shape scenes (3)"],
                  [[label, *(cell(row, lab) for lab in SSL_LABELS)] for row, label in SSL_ROWS.items()])
+
+
+def vvr_bases_table(t: ResultTable) -> str:
+    """Per base checkpoint and easy-pool bin: strict accuracy and soft reward, each with its change from the first
+    base of its run (± paired SE over tasks; rows ``[<run>/]<base>/bin <b>``); the first bases' cells carry no change."""
+    bases = list(dict.fromkeys(r.row.rsplit("/bin ", 1)[0] for r in t.rows))
+    bins = list(dict.fromkeys(r.row.rsplit("/bin ", 1)[1] for r in t.rows))
+    runs = [base.rsplit("/", 1)[0] if "/" in base else "" for base in bases]
+
+    def cell(r: ResultRow, key: str, first: bool) -> str:
+        value = f"{r.values[key]:.4f}"
+        return value if first else f"{value} ({signed(r.values[f'{key}_change'], 4)} ± {r.se[f'{key}_change']:.4f})"
+
+    lines = []
+    for i, base in enumerate(bases):
+        rows = [t.row(f"{base}/bin {b}") for b in bins]
+        first = runs.index(runs[i]) == i
+        lines.append([f"`{rows[0].info['checkpoint']}`", *(cell(r, key, first) for r in rows for key in ("acc", "soft"))])
+    n = t.rows[0].info
+    head = ["base (change from the first of its kind ± paired SE)",
+            *(f"bin {b} {what}" for b in bins for what in ("strict", "soft reward"))]
+    return table(head, lines) + f"\n\n{n['tasks']} unseen tasks per bin × {n['draws']} noise draws."
