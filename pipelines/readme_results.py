@@ -18,8 +18,8 @@ from pipelines.readme_blocks.demo import config_runs, demo
 from pipelines.readme_blocks.vvr import (
     LAMBDAS, LARGE_EVAL_SEEDS, methods_large_eval, methods_seeds_large_eval, pretrain_v2_table, rwtd_accum_lr,
     rwtd_budget, rwtd_lambda_large_eval, rwtd_large_eval, rwtd_large_eval_more_seeds, rwtd_published, ssl_probe,
-    vvr2_lambda, vvr2_methods, vvr_accuracy, VVR_FROM_BASES, vvr_from_level, VVR_FROM_LEVELS, vvr_lambda, vvr_methods,
-    vvr_pretrain, vvr_pretrain_v2, vvr_throughput, VVR_X0_ARMS, vvr_x0_pilot)
+    vvr2_lambda, vvr2_methods, vvr_accuracy, vvr_bases_table, VVR_FROM_BASES, vvr_from_level, VVR_FROM_LEVELS,
+    vvr_lambda, vvr_methods, methods_per_bin, vvr_pretrain, vvr_pretrain_v2, vvr_throughput, VVR_X0_ARMS, vvr_x0_pilot)
 from pipelines.readme_blocks.poem import (
     poem_adam_default, poem_flow, poem_flow_seed1, poem_in_span, poem_spearman, poem_text)
 from pipelines.readme_blocks.av import (
@@ -69,6 +69,8 @@ LONG_BASES = ("--checkpoint", "assets/vvr2_long/tiny_one_step_vvr2", "--flow-che
 #: that flow trained 60 minutes further (one core) and a student distilled from it in the same run
 LONGER_FLOW = "assets/vvr2_longer/tiny_flow_vvr2"
 LONGER_BASES = ("--checkpoint", "assets/vvr2_longer/tiny_one_step_vvr2", "--flow-checkpoint", LONGER_FLOW)
+#: that flow trained further on bins 1-2 of the easy pool, its weights averaged (vvr_pretrain_v2_ema)
+EMA_FLOW = "assets/vvr2_ema/tiny_flow_vvr2"
 #: the comparison trained and scored on bin-1 tasks of the easy pool (the bin the longer-trained base has signal on)
 LONG_BIN1 = (*COMPARE, "--mode", "same_template", "--train-bins", "1")
 
@@ -406,6 +408,13 @@ ENTRIES: tuple[Entry, ...] = (
                "pairs of the easy pool's bins 1-2 (complexity <= 20, training seed 1), shipping an exponential "
                "moving average of its weights (decay 0.999), and a one-step student distilled from it (2,500 steps) "
                "in the same run"),
+    Entry("vvr_bases_v2",
+          tuple((kind, (PY, "pipelines/vvr_bases.py", "--checkpoints",
+                        *(f"{base}=assets/{base}/tiny_{kind}_vvr2" for base in ("vvr2_long", "vvr2_longer", "vvr2_ema")),
+                        "--eval-n", "1024", "--results", "{results}")) for kind in ("flow", "one_step")),
+          fast=False, blocks={"vvr_bases_v2": vvr_bases_table},
+          note="the shipped v2 bases (longer-trained, trained 60 minutes further, trained further on bins 1-2 with "
+               "an EMA), flows and one-step students, on the same 1,024 unseen tasks of each easy-pool bin"),
     Entry("vvr2_longer_bin1_60", ((None, (*LONG_BIN1, *LONGER_BASES, "--out", "{out}")),), fast=False,
           blocks={"vvr2_longer_bin1_60": vvr2_methods},
           note="every method trained 60 steps on bin-1 tasks from the v2 bases trained 60 minutes further"),
@@ -471,12 +480,20 @@ ENTRIES: tuple[Entry, ...] = (
           large_eval_method_runs(("flow_grpo",), "trainer.grad_accum=8", "trainer.seed=1", samples_per_step="512"),
           fast=False, blocks={"vvr2_long_flow_grpo_accum8_large_eval_seed1": methods_large_eval},
           note="training seed 1 of vvr2_long_flow_grpo_accum8_large_eval"),
-    Entry("vvr2_long_festdpo_rwr_accum8_large_eval",
-          large_eval_method_runs(("festdpo", "rwr"), "trainer.grad_accum=8", samples_per_step="512"),
-          fast=False, blocks={"vvr2_long_festdpo_rwr_accum8_large_eval": methods_large_eval},
-          note="FestDPO and RWR at the 8-group budget (512 generator samples per step in 8 accumulated rollouts, 60 "
+    Entry("vvr2_long_festdpo_accum8_large_eval",
+          large_eval_method_runs(("festdpo",), "trainer.grad_accum=8", samples_per_step="512"),
+          fast=False, blocks={"vvr2_long_festdpo_accum8_large_eval": methods_large_eval},
+          note="FestDPO at the 8-group budget (512 generator samples per step in 8 accumulated rollouts, 60 "
                "steps) on bin-1 tasks from the longer-trained v2 one-step base, scored on 8,192 unseen bin-1 tasks x 2 "
                "draws"),
+    Entry("vvr2_ema_diffusion_nft_accum8_bins",
+          (("diffusion_nft", (*LONG_BIN1, "--methods", "diffusion_nft", "--flow-checkpoint", EMA_FLOW,
+                              "--samples-per-step", "512", "--score-bins", "1", "2", "--eval-n", "2048", "--out", "{out}",
+                              "trainer.grad_accum=8")),),
+          fast=False, blocks={"vvr2_ema_diffusion_nft_accum8_bins": methods_per_bin},
+          note="DiffusionNFT at the 8-group budget trained on bin-1 tasks from the v2 flow trained further on bins 1-2 "
+               "(assets/vvr2_ema), scored on 2,048 unseen tasks x 2 draws of bin 1 (held out) and of bin 2 (easy to "
+               "hard)"),
     Entry("vvr2_long_flow_accum8_easy_to_hard_large_eval",
           accum8_method_runs((("flow_grpo", "0"), ("diffusion_nft", "0"), ("diffusion_nft", "1")), score_bins=("2",)),
           fast=False, blocks={"vvr2_long_flow_accum8_easy_to_hard_large_eval": methods_seeds_large_eval},

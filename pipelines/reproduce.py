@@ -223,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.write:
                 try:
                     write(e, fresh, runs_dir)
-                except (ValueError, KeyError, FileNotFoundError) as err:
+                except Exception as err:  # a renderer bug must not lose hours of runs: the fresh result is kept
                     kept = fresh.save(ROOT / "runs" / "reproduce_unwritten" / f"{e.name}.json")
                     print(f"{e.name}: not written ({err}); the fresh result is kept at {kept}", flush=True)
                     failed = True

@@ -42,12 +42,12 @@ def compare_bases(named: dict[str, str], bins: list[int], eval_n: int, draws: in
     """Per checkpoint and bin: accuracy and soft reward, and the change from the first checkpoint (paired SE)."""
     evaluated, _ = evaluated_tasks("same_template", SOURCE, eval_n, 0, bins)
     evaluated = evaluated.repeat_interleave(draws)
-    first = None
-    rows = []
+    first, rows = None, []
     for name, path in named.items():
         gen = load_generator(Path(path)).eval()
         scored = scores(outputs(gen, evaluated.prompts), evaluated.prompts, evaluated.metadata)
-        first = first if first is not None else scored
+        if first is None:
+            first = scored
         for b, st in bin_stats(first, scored, evaluated.metadata, draws).items():
             rows.append({"base": name, "checkpoint": path, "bin": int(b), "tasks": st["n"] // draws, "draws": draws,
                          "acc": st["acc_after"], "soft": st["soft_after"],

@@ -265,6 +265,29 @@ def test_reproduce_reports_the_moved_row_and_write_rewrites_the_readme(tmp_path,
     assert reproduce.load_results(fake.path).row("b").values["x"] == 2.0
 
 
+def test_a_renderer_that_fails_keeps_the_fresh_result_and_changes_nothing(tmp_path, monkeypatch, capsys):
+    """A bug in a block's renderer (any exception) must not lose the runs: the fresh result is saved under
+    runs/reproduce_unwritten, and the stored file and the README are left as they were."""
+    script = tmp_path / "fake.py"
+    script.write_text(FAKE)
+    (tmp_path / "value.txt").write_text("3.0")
+    readme = tmp_path / "README.md"
+    readme.write_text("x is <!-- results:fake -->?<!-- /results -->.\n")
+    fake = registry.Entry("fake", ((None, ("python", str(script), "--results", "{results}")),), fast=True,
+                          blocks={"fake": lambda t: " | ".join([[t.row("b").values["x"]]])})  # TypeError
+    monkeypatch.setattr(registry, "RESULTS_DIR", tmp_path / "results")
+    monkeypatch.setattr(registry, "ENTRIES", (fake,))
+    monkeypatch.setattr(reproduce, "ENTRIES", (fake,))
+    monkeypatch.setattr(reproduce, "README", readme)
+    monkeypatch.setattr(reproduce, "ROOT", tmp_path)
+    assert reproduce.main(["--only", "fake", "--write", "--runs", str(tmp_path / "runs")]) == 1
+    assert "fake: not written (sequence item 0" in capsys.readouterr().out
+    assert readme.read_text() == "x is <!-- results:fake -->?<!-- /results -->.\n"
+    assert not fake.path.exists()
+    kept = reproduce.load_results(tmp_path / "runs" / "reproduce_unwritten" / "fake.json")
+    assert kept.row("b").values["x"] == 3.0
+
+
 RUN = """import sys, time
 from pathlib import Path
 from visalign.results import ResultRow, write_results

@@ -147,6 +147,23 @@ def methods_large_eval(t: ResultTable) -> str:
     return table(["method", "generator", *LARGE_EVAL_HEAD, "generator samples (policy + reference)"], lines)
 
 
+def methods_per_bin(t: ResultTable) -> str:
+    """Method runs scored on unseen tasks of several bins: one line per method and scored bin, the changes in their
+    paired SEs (the distance to the reference is over all scored bins)."""
+    lines = []
+    for r in t.rows:
+        bins = sorted({k.split("_")[0].removeprefix("bin") for k in r.values if k.startswith("bin")})
+        for b in bins:
+            cells = []
+            for key in ("acc", "soft"):
+                before, after = r.values[f"bin{b}_{key}_before"], r.values[f"bin{b}_{key}_after"]
+                se = r.se[f"bin{b}_{key}_after"]
+                cells += [f"{before:.4f} → {after:.4f} (±{se:.4f})", decimals((after - before) / se, 1)]
+            lines.append([VVR_METHODS[r.row.split("/")[-1]], VVR_GENERATORS[r.info["generator"]], b, *cells,
+                          f"{r.values['feat_dist_to_ref']:.3f}"])
+    return table(["method", "generator", "scored bin", *LARGE_EVAL_HEAD], lines)
+
+
 def methods_seeds_large_eval(t: ResultTable) -> str:
     """Method runs labelled ``<method>-seed=<seed>``, scored on 8,192 unseen tasks: one line per method and training
     seed with the changes in their paired SEs."""
@@ -202,7 +219,7 @@ def pretrain_v2_table(max_complexity: int) -> Callable[[ResultTable], str]:
                   *(pct(r.values[f"renders_{size.replace(' ', '')}"]) for r in bins)],
                  ["one-step", f"{pct(one['all_satisfied'])} (RL reward {one['soft_reward']:.3f})", *(cell(r.values) for r in bins)],
                  ["flow, 8 Euler steps", cell(t.row("flow 8 steps").values), *([""] * len(bins))],
-                 *([["flow, 8 Euler steps, raw weights (not averaged)", cell(raw.values), *([""] * len(bins))]]
+                 *(["flow, 8 Euler steps, raw weights (not averaged)", cell(raw.values), *([""] * len(bins))]
                    for raw in t.rows if raw.row == "flow 8 steps, raw weights"),
                  ["one-step, random init", cell(t.row("one-step random init").values, 0), *([""] * len(bins))]]
         head = ["scored", f"held-out easy (≤ {max_complexity}, {n})",
@@ -315,4 +332,5 @@ def vvr_bases_table(t: ResultTable) -> str:
     n = t.rows[0].info
     head = ["base (change from the first of its kind ± paired SE)",
             *(f"bin {b} {what}" for b in bins for what in ("strict", "soft reward"))]
-    return table(head, lines) + f"\n\n{n['tasks']} unseen tasks per bin × {n['draws']} noise draws."
+    draws = f"{n['draws']} noise draw" + ("s" if n["draws"] > 1 else "")
+    return table(head, lines) + f"\n\n{n['tasks']:,} unseen tasks per bin × {draws}."
