@@ -90,11 +90,14 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['base']} | {r['bin']} | {r['tasks']} x {r['draws']} | {r['acc']:.4f} | {r['acc_change']:+.4f} "
-              f"(±{r['acc_change_se']:.4f}) | {r['soft']:.4f} | {r['soft_change']:+.4f} (±{r['soft_change_se']:.4f}) |")
+              f"(±{r['acc_change_se']:.4f}) | {r['soft']:.4f} | {r['soft_change']:+.4f} "
+              f"(±{r['soft_change_se']:.4f}) |")
     if args.results:
-        write_results(args.results, "vvr_bases", "python pipelines/vvr_bases.py", sys.argv[1:] if argv is None else argv,
+        argv_seen = sys.argv[1:] if argv is None else argv
+        write_results(args.results, "vvr_bases", "python pipelines/vvr_bases.py", argv_seen,
                       [result_row(r) for r in rows],
-                      tolerance=Tolerance(note="fixed seeds and threads: compared exactly on the platform that wrote it"),
+                      tolerance=Tolerance(note="fixed seeds and threads: compared exactly on the platform that "
+                                          "wrote it"),
                       platform_tolerance=Tolerance(se_multiple=2.0),
                       note=f"{args.eval_n} unseen tasks of each of bins {sorted(set(args.bins))} of the v2 easy pool x "
                            f"{args.eval_draws} noise draws; changes from {next(iter(named))}",
