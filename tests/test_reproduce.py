@@ -176,6 +176,41 @@ def test_methods_seeds_table_names_each_method_and_training_seed_with_its_change
     assert lines[3].startswith("| DiffusionNFT | 4-step flow (v2) | 1 |") and lines[3].split(" | ")[4] == "−1.0"
 
 
+def test_methods_per_bin_table_gives_one_line_per_scored_bin_with_its_changes_in_paired_se():
+    from visalign.results import ResultRow, ResultTable, Run
+
+    values = {"bin1_acc_before": 0.15, "bin1_acc_after": 0.16, "bin1_soft_before": 0.27, "bin1_soft_after": 0.28,
+              "bin2_acc_before": 0.010, "bin2_acc_after": 0.009, "bin2_soft_before": 0.088, "bin2_soft_after": 0.087,
+              "feat_dist_to_ref": 0.056}
+    r = ResultRow("diffusion_nft", values, {"bin1_acc_after": 0.005, "bin1_soft_after": 0.004,
+                                            "bin2_acc_after": 0.001, "bin2_soft_after": 0.002},
+                  info={"generator": "tiny_flow_vvr2"})
+    lines = vvr_blocks.methods_per_bin(ResultTable("x", [Run("python pipelines/vvr_compare.py")], [r])).splitlines()
+    assert len(lines) == 4
+    assert lines[2] == ("| DiffusionNFT | 4-step flow (v2) | 1 | 0.1500 → 0.1600 (±0.0050) | 2.0 | "
+                        "0.2700 → 0.2800 (±0.0040) | 2.5 | 0.056 |")
+    assert lines[3].split(" | ")[2:5] == ["2", "0.0100 → 0.0090 (±0.0010)", "−1.0"]
+
+
+def test_bases_table_gives_each_base_its_change_from_the_first_of_its_run():
+    from visalign.results import ResultRow, ResultTable, Run
+
+    def row(run: str, base: str, b: int, acc: float, change: float) -> ResultRow:
+        return ResultRow(f"{run}/{base}/bin {b}", {"acc": acc, "soft": 0.2, "acc_change": change, "soft_change": 0.0},
+                         {"acc_change": 0.01, "soft_change": 0.0},
+                         info={"checkpoint": f"assets/{base}/{run}", "tasks": 1024, "draws": 1})
+
+    rows = [row(run, base, b, 0.1 + change, change) for run in ("flow", "one_step")
+            for base, change in (("old", 0.0), ("new", 0.05)) for b in (1, 2)]
+    lines = vvr_blocks.vvr_bases_table(ResultTable("x", [Run("python pipelines/vvr_bases.py")], rows)).splitlines()
+    assert lines[0] == ("| base (change from the first of its kind ± paired SE) | bin 1 strict | bin 1 soft reward | "
+                        "bin 2 strict | bin 2 soft reward |")
+    assert lines[2] == "| `assets/old/flow` | 0.1000 | 0.2000 | 0.1000 | 0.2000 |"
+    assert lines[3].startswith("| `assets/new/flow` | 0.1500 (+0.0500 ± 0.0100) | 0.2000 (+0.0000 ± 0.0000) |")
+    assert lines[4] == "| `assets/old/one_step` | 0.1000 | 0.2000 | 0.1000 | 0.2000 |"  # first of its run again
+    assert lines[-1] == "1,024 unseen tasks per bin × 1 noise draw."
+
+
 def test_x0_pilot_table_gives_each_arms_accuracy_with_its_se_and_soft_reward_per_sampler():
     from visalign.results import ResultRow, ResultTable, Run
 
