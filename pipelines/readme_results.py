@@ -16,10 +16,10 @@ from pipelines.readme_blocks.text import text_seeds, text_single, text_threads, 
 from pipelines.readme_blocks.toys import toy_baselines, toy_lambda, toy_methods
 from pipelines.readme_blocks.demo import config_runs, demo
 from pipelines.readme_blocks.vvr import (
-    LAMBDAS, LARGE_EVAL_SEEDS, methods_large_eval, methods_seeds_large_eval, pretrain_v2_table, rwtd_accum_lr,
+    LAMBDAS, LARGE_EVAL_SEEDS, methods_large_eval, methods_per_bin, methods_seeds_large_eval, pretrain_v2_table, rwtd_accum_lr,
     rwtd_budget, rwtd_lambda_large_eval, rwtd_large_eval, rwtd_large_eval_more_seeds, rwtd_published, ssl_probe,
     vvr2_lambda, vvr2_methods, vvr_accuracy, vvr_bases_table, VVR_FROM_BASES, vvr_from_level, VVR_FROM_LEVELS,
-    vvr_lambda, vvr_methods, methods_per_bin, vvr_pretrain, vvr_pretrain_v2, vvr_throughput, VVR_X0_ARMS, vvr_x0_pilot)
+    vvr_lambda, vvr_methods, vvr_pretrain, vvr_pretrain_v2, vvr_throughput, VVR_X0_ARMS, vvr_x0_pilot)
 from pipelines.readme_blocks.poem import (
     poem_adam_default, poem_flow, poem_flow_seed1, poem_in_span, poem_spearman, poem_text)
 from pipelines.readme_blocks.av import (

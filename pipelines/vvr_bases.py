@@ -25,17 +25,10 @@ from visalign.results import ResultRow, Tolerance, write_results
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from pipelines.av_cross_modal import parse_checkpoints  # noqa: E402
 from pipelines.vvr_compare import EASY_POOL_BINS, bin_stats, evaluated_tasks, outputs, scores  # noqa: E402
 
 SOURCE = {"name": "vvr2", "pool": "easy"}
-
-
-def named_paths(items: list[str]) -> dict[str, str]:
-    """``name=path`` arguments as a dict; raises ValueError on a missing part or a repeated name."""
-    named = dict(item.partition("=")[::2] for item in items)
-    if any(not name or not path for name, path in named.items()) or len(named) != len(items):
-        raise ValueError(f"--checkpoints takes name=path pairs with unique names, got {items}")
-    return named
 
 
 def compare_bases(named: dict[str, str], bins: list[int], eval_n: int, draws: int) -> list[dict]:
@@ -75,10 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--results", default=None, help="also write the result file (visalign.results format) here")
     args = p.parse_args(argv)
-    try:
-        named = named_paths(args.checkpoints)
-    except ValueError as e:
-        p.error(str(e))
+    named = {name: str(path) for name, path in parse_checkpoints(args.checkpoints).items()}
     if not set(args.bins) <= set(EASY_POOL_BINS):
         p.error(f"--bins {args.bins}: the easy pool has bins {list(EASY_POOL_BINS)}")
     if args.eval_n < 2 or args.eval_draws < 1:

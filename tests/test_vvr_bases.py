@@ -37,6 +37,6 @@ def test_changes_are_paired_against_the_first_checkpoint(tmp_path):
                                            (["--checkpoints", "a=x", "--bins", "3"], "the easy pool has bins"),
                                            (["--checkpoints", "a=x", "--eval-n", "1"], "--eval-n must be at least 2")])
 def test_bad_arguments_are_refused(args, message, capsys):
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit) as refused:
         vvr_bases.main(args)
-    assert message in capsys.readouterr().err
+    assert message in f"{refused.value}{capsys.readouterr().err}"  # parse_checkpoints exits with its message

@@ -81,11 +81,13 @@ LARGE_EVAL_HEAD = ["all-satisfied before → after", "change / SE", "soft reward
                    "distance to reference"]
 
 
-def large_eval_cells(r: ResultRow) -> list[str]:
-    """A large-evaluation row's changes at four decimals, each also in its paired standard errors."""
+def large_eval_cells(r: ResultRow, prefix: str = "") -> list[str]:
+    """A large-evaluation row's changes at four decimals, each also in its paired standard errors (``prefix``: the
+    columns of one scored bin, e.g. ``bin2_``), and its distance to the reference."""
     cells = []
     for key in ("acc", "soft"):
-        before, after, se = r.values[f"{key}_before"], r.values[f"{key}_after"], r.se[f"{key}_after"]
+        before, after = r.values[f"{prefix}{key}_before"], r.values[f"{prefix}{key}_after"]
+        se = r.se[f"{prefix}{key}_after"]
         cells += [f"{before:.4f} → {after:.4f} (±{se:.4f})", decimals((after - before) / se, 1)]
     return [*cells, f"{r.values['feat_dist_to_ref']:.3f}"]
 
@@ -150,17 +152,10 @@ def methods_large_eval(t: ResultTable) -> str:
 def methods_per_bin(t: ResultTable) -> str:
     """Method runs scored on unseen tasks of several bins: one line per method and scored bin, the changes in their
     paired SEs (the distance to the reference is over all scored bins)."""
-    lines = []
-    for r in t.rows:
-        bins = sorted({k.split("_")[0].removeprefix("bin") for k in r.values if k.startswith("bin")})
-        for b in bins:
-            cells = []
-            for key in ("acc", "soft"):
-                before, after = r.values[f"bin{b}_{key}_before"], r.values[f"bin{b}_{key}_after"]
-                se = r.se[f"bin{b}_{key}_after"]
-                cells += [f"{before:.4f} → {after:.4f} (±{se:.4f})", decimals((after - before) / se, 1)]
-            lines.append([VVR_METHODS[r.row.split("/")[-1]], VVR_GENERATORS[r.info["generator"]], b, *cells,
-                          f"{r.values['feat_dist_to_ref']:.3f}"])
+    lines = [[VVR_METHODS[r.row.split("/")[-1]], VVR_GENERATORS[r.info["generator"]], b,
+              *large_eval_cells(r, f"bin{b}_")]
+             for r in t.rows
+             for b in sorted({k.split("_")[0].removeprefix("bin") for k in r.values if k.startswith("bin")})]
     return table(["method", "generator", "scored bin", *LARGE_EVAL_HEAD], lines)
 
 
