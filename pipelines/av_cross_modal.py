@@ -30,20 +30,10 @@ from visalign.toys.moving_shapes import WorldConfig, all_prompts, render_batch
 from visalign.toys.video_pretrain import sample_given
 from visalign.trainer.visuals import save_samples
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from checkpoint_args import parse_checkpoints  # noqa: E402
+
 CONDITIONS = ("joint", "given_video", "given_audio")
-
-
-def parse_checkpoints(items: list[str]) -> dict[str, Path]:
-    """``name=path`` pairs, names unique."""
-    named = {}
-    for item in items:
-        name, sep, path = item.partition("=")
-        if not sep or not name or not path:
-            raise SystemExit(f"--checkpoints takes name=path pairs, got {item!r}")
-        if name in named:
-            raise SystemExit(f"--checkpoints names must be unique: {name!r} twice")
-        named[name] = Path(path)
-    return named
 
 
 @torch.no_grad()

@@ -38,7 +38,7 @@ from visalign.results import ResultRow, Tolerance, write_results
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from av_compare import EVAL_SEED, paired, score, world_prompts  # noqa: E402
-from av_cross_modal import parse_checkpoints  # noqa: E402
+from checkpoint_args import parse_checkpoints  # noqa: E402
 
 MODALITIES = ("video", "audio")
 

@@ -26,7 +26,7 @@ from visalign.rewards.video import frames_of, object_track
 from visalign.toys.moving_shapes import MOTIONS, WorldConfig, all_prompts, parse_prompt, render_batch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from av_cross_modal import parse_checkpoints  # noqa: E402
+from checkpoint_args import parse_checkpoints  # noqa: E402
 
 
 def motion_tracks(video: torch.Tensor, prompts: list[str]) -> torch.Tensor:

@@ -25,7 +25,7 @@ from visalign.results import ResultRow, Tolerance, write_results
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from pipelines.av_cross_modal import parse_checkpoints  # noqa: E402
+from pipelines.checkpoint_args import parse_checkpoints  # noqa: E402
 from pipelines.vvr_compare import EASY_POOL_BINS, bin_stats, evaluated_tasks, outputs, scores  # noqa: E402
 
 SOURCE = {"name": "vvr2", "pool": "easy"}

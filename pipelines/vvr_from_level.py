@@ -25,6 +25,7 @@ from visalign.vvr.render import to_tensor
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from pipelines.checkpoint_args import parse_checkpoints  # noqa: E402
 from pipelines.vvr_pretrain import MAX_COMPLEXITY, easy_tasks, easy_tasks_v2, render  # noqa: E402
 
 
@@ -48,15 +49,13 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if any(not 0 < level <= 1 for level in args.levels):
         p.error(f"--levels must lie in (0, 1], got {args.levels}")
-    named = dict(item.partition("=")[::2] for item in args.checkpoints)
-    if any(not name or not path for name, path in named.items()) or len(named) != len(args.checkpoints):
-        p.error(f"--checkpoints takes name=path pairs with unique names, got {args.checkpoints}")
+    named = parse_checkpoints(args.checkpoints)
     began = time.perf_counter()
     torch.set_num_threads(args.threads)
     tasks = easy_tasks_v2(args.eval_n, None, MAX_COMPLEXITY) if args.version == 2 else easy_tasks(args.eval_n, None)
     rows, renders_by_size = [], {}
     for name, path in named.items():
-        flow = load_generator(Path(path)).eval()
+        flow = load_generator(path).eval()
         size = flow.config.image_size
         if size not in renders_by_size:  # one set of renders (and its row) per image size
             renders_by_size[size] = to_tensor([render(m, size, i) for i, m in enumerate(tasks.metadata)])

@@ -29,12 +29,6 @@ def test_each_checkpoint_gets_the_three_conditions_with_standard_errors(tmp_path
         assert (tmp_path / "pics" / f"{name}_given_video.png").is_file()
 
 
-@pytest.mark.parametrize("pairs, message", [(["a"], "name=path"), (["a=x", "a=y"], "unique")])
-def test_checkpoint_names_are_checked(pairs, message):
-    with pytest.raises(SystemExit, match=message):
-        av_cross_modal.parse_checkpoints(pairs)
-
-
 def test_checkpoints_of_another_world_are_refused(tmp_path, capsys):
     for name, size in (("a", {}), ("b", {"image_size": 8, "patch_size": 4})):
         TinyAudioVideoFlowGenerator(TinyAudioVideoConfig(**{**MODEL, "width": 32, "layers": 1, **size},
