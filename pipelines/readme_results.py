@@ -103,6 +103,14 @@ def accum8_method_runs(runs: tuple[tuple[str, str], ...], score_bins: tuple[str,
                  for method, seed in runs)
 
 
+def ema_bins_run(method: str, score_bins: tuple[str, ...] = ("1", "2"), eval_n: str = "2048", *overrides: str) -> tuple:
+    """A flow method at the 8-group budget trained on bin 1 from ``assets/vvr2_ema``'s flow, scored on ``eval_n``
+    unseen tasks x 2 draws of each of ``score_bins`` (row label: the method)."""
+    return ((method, (*LONG_BIN1, "--methods", method, "--flow-checkpoint", EMA_FLOW, "--samples-per-step", "512",
+                      "--score-bins", *score_bins, "--eval-n", eval_n, "--out", "{out}", "trainer.grad_accum=8",
+                      *overrides)),)
+
+
 def published_rwtd(lam: str) -> tuple[str, ...]:
     """RWTD's published regime on the v1 held-out comparison: 24 + 24 samples per prompt, 8 prompt groups per optimizer
     step, a fixed temperature on the calibrated reward scale, the 0.1 floor, Sinkhorn with the ε floor, η = 0.2 and
@@ -486,14 +494,21 @@ ENTRIES: tuple[Entry, ...] = (
           note="FestDPO at the 8-group budget (512 generator samples per step in 8 accumulated rollouts, 60 "
                "steps) on bin-1 tasks from the longer-trained v2 one-step base, scored on 8,192 unseen bin-1 tasks x 2 "
                "draws"),
-    Entry("vvr2_ema_diffusion_nft_accum8_bins",
-          (("diffusion_nft", (*LONG_BIN1, "--methods", "diffusion_nft", "--flow-checkpoint", EMA_FLOW,
-                              "--samples-per-step", "512", "--score-bins", "1", "2", "--eval-n", "2048", "--out", "{out}",
-                              "trainer.grad_accum=8")),),
-          fast=False, blocks={"vvr2_ema_diffusion_nft_accum8_bins": methods_per_bin},
-          note="DiffusionNFT at the 8-group budget trained on bin-1 tasks from the v2 flow trained further on bins 1-2 "
-               "(assets/vvr2_ema), scored on 2,048 unseen tasks x 2 draws of bin 1 (held out) and of bin 2 (easy to "
-               "hard)"),
+    Entry("vvr2_long_rwr_accum8_large_eval",
+          large_eval_method_runs(("rwr",), "trainer.grad_accum=8", samples_per_step="512"),
+          fast=False, blocks={"vvr2_long_rwr_accum8_large_eval": methods_large_eval},
+          note="RWR at the 8-group budget (512 generator samples per step in 8 accumulated rollouts, 60 steps) on "
+               "bin-1 tasks from the longer-trained v2 one-step base, scored on 8,192 unseen bin-1 tasks x 2 draws"),
+    *(Entry(f"vvr2_ema_{method}_accum8_bins", ema_bins_run(method), fast=False,
+            blocks={f"vvr2_ema_{method}_accum8_bins": methods_per_bin},
+            note=f"{label} at the 8-group budget trained on bin-1 tasks from the v2 flow trained further on bins 1-2 "
+                 "(assets/vvr2_ema), scored on 2,048 unseen tasks x 2 draws of bin 1 (held out) and of bin 2 (easy to "
+                 "hard)")
+      for method, label in (("diffusion_nft", "DiffusionNFT"), ("flow_grpo", "Flow-GRPO"))),
+    Entry("vvr2_ema_flow_grpo_accum8_bin2_seed1", ema_bins_run("flow_grpo", ("2",), "8192", "trainer.seed=1"),
+          fast=False, blocks={"vvr2_ema_flow_grpo_accum8_bin2_seed1": methods_per_bin},
+          note="training seed 1 of vvr2_ema_flow_grpo_accum8_bins, scored on 8,192 unseen bin-2 tasks x 2 draws (easy "
+               "to hard)"),
     Entry("vvr2_long_flow_accum8_easy_to_hard_large_eval",
           accum8_method_runs((("flow_grpo", "0"), ("diffusion_nft", "0"), ("diffusion_nft", "1")), score_bins=("2",)),
           fast=False, blocks={"vvr2_long_flow_accum8_easy_to_hard_large_eval": methods_seeds_large_eval},
