@@ -103,12 +103,14 @@ def accum8_method_runs(runs: tuple[tuple[str, str], ...], score_bins: tuple[str,
                  for method, seed in runs)
 
 
-def ema_bins_run(method: str, score_bins: tuple[str, ...] = ("1", "2"), eval_n: str = "2048", *overrides: str) -> tuple:
-    """A flow method at the 8-group budget trained on bin 1 from ``assets/vvr2_ema``'s flow, scored on ``eval_n``
-    unseen tasks x 2 draws of each of ``score_bins`` (row label: the method)."""
+def ema_bins_run(method: str, score_bins: tuple[str, ...] = ("1", "2"), eval_n: int = 2048,
+                 seed: int | None = None) -> tuple:
+    """A flow method at the 8-group budget trained on bin 1 from ``assets/vvr2_ema``'s flow (training ``seed``, default
+    the config's), scored on ``eval_n`` unseen tasks x 2 draws of each of ``score_bins`` (row label: the method)."""
+    seeded = () if seed is None else (f"trainer.seed={seed}",)
     return ((method, (*LONG_BIN1, "--methods", method, "--flow-checkpoint", EMA_FLOW, "--samples-per-step", "512",
-                      "--score-bins", *score_bins, "--eval-n", eval_n, "--out", "{out}", "trainer.grad_accum=8",
-                      *overrides)),)
+                      "--score-bins", *score_bins, "--eval-n", str(eval_n), "--out", "{out}", "trainer.grad_accum=8",
+                      *seeded)),)
 
 
 def published_rwtd(lam: str) -> tuple[str, ...]:
@@ -505,7 +507,7 @@ ENTRIES: tuple[Entry, ...] = (
                  "(assets/vvr2_ema), scored on 2,048 unseen tasks x 2 draws of bin 1 (held out) and of bin 2 (easy to "
                  "hard)")
       for method, label in (("diffusion_nft", "DiffusionNFT"), ("flow_grpo", "Flow-GRPO"))),
-    Entry("vvr2_ema_flow_grpo_accum8_bin2_seed1", ema_bins_run("flow_grpo", ("2",), "8192", "trainer.seed=1"),
+    Entry("vvr2_ema_flow_grpo_accum8_bin2_seed1", ema_bins_run("flow_grpo", ("2",), eval_n=8192, seed=1),
           fast=False, blocks={"vvr2_ema_flow_grpo_accum8_bin2_seed1": methods_per_bin},
           note="training seed 1 of vvr2_ema_flow_grpo_accum8_bins, scored on 8,192 unseen bin-2 tasks x 2 draws (easy "
                "to hard)"),
