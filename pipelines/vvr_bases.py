@@ -31,18 +31,18 @@ from pipelines.vvr_compare import EASY_POOL_BINS, bin_stats, evaluated_tasks, ou
 SOURCE = {"name": "vvr2", "pool": "easy"}
 
 
-def compare_bases(named: dict[str, str], bins: list[int], eval_n: int, draws: int) -> list[dict]:
+def compare_bases(named: dict[str, Path], bins: list[int], eval_n: int, draws: int) -> list[dict]:
     """Per checkpoint and bin: accuracy and soft reward, and the change from the first checkpoint (paired SE)."""
     evaluated, _ = evaluated_tasks("same_template", SOURCE, eval_n, 0, bins)
     evaluated = evaluated.repeat_interleave(draws)
     first, rows = None, []
     for name, path in named.items():
-        gen = load_generator(Path(path)).eval()
+        gen = load_generator(path).eval()
         scored = scores(outputs(gen, evaluated.prompts), evaluated.prompts, evaluated.metadata)
         if first is None:
             first = scored
         for b, st in bin_stats(first, scored, evaluated.metadata, draws).items():
-            rows.append({"base": name, "checkpoint": path, "bin": int(b), "tasks": st["n"] // draws, "draws": draws,
+            rows.append({"base": name, "checkpoint": str(path), "bin": int(b), "tasks": st["n"] // draws, "draws": draws,
                          "acc": st["acc_after"], "soft": st["soft_after"],
                          "acc_change": st["acc_after"] - st["acc_before"], "acc_change_se": st["acc_change_se"],
                          "soft_change": st["soft_after"] - st["soft_before"], "soft_change_se": st["soft_change_se"]})
@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--results", default=None, help="also write the result file (visalign.results format) here")
     args = p.parse_args(argv)
-    named = {name: str(path) for name, path in parse_checkpoints(args.checkpoints).items()}
+    named = parse_checkpoints(args.checkpoints)
     if not set(args.bins) <= set(EASY_POOL_BINS):
         p.error(f"--bins {args.bins}: the easy pool has bins {list(EASY_POOL_BINS)}")
     if args.eval_n < 2 or args.eval_draws < 1:
