@@ -104,11 +104,12 @@ def accum8_method_runs(runs: tuple[tuple[str, str], ...], score_bins: tuple[str,
 
 
 def ema_bins_run(method: str, score_bins: tuple[str, ...] = ("1", "2"), eval_n: int = 2048,
-                 seed: int | None = None) -> tuple:
-    """A flow method at the 8-group budget trained on bin 1 from ``assets/vvr2_ema``'s flow (training ``seed``, default
-    the config's), scored on ``eval_n`` unseen tasks x 2 draws of each of ``score_bins`` (row label: the method)."""
+                 seed: int | None = None, train_bin: str = "1") -> tuple:
+    """A flow method at the 8-group budget trained on ``train_bin`` from ``assets/vvr2_ema``'s flow (training ``seed``,
+    default the config's), scored on ``eval_n`` unseen tasks x 2 draws of each of ``score_bins`` (row label: the
+    method)."""
     seeded = () if seed is None else (f"trainer.seed={seed}",)
-    return ((method, (*LONG_BIN1, "--methods", method, "--flow-checkpoint", EMA_FLOW, "--samples-per-step", "512",
+    return ((method, (*COMPARE, "--mode", "same_template", "--train-bins", train_bin, "--methods", method, "--flow-checkpoint", EMA_FLOW, "--samples-per-step", "512",
                       "--score-bins", *score_bins, "--eval-n", str(eval_n), "--out", "{out}", "trainer.grad_accum=8",
                       *seeded)),)
 
@@ -425,6 +426,13 @@ ENTRIES: tuple[Entry, ...] = (
           fast=False, blocks={"vvr_bases_v2": vvr_bases_table},
           note="the shipped v2 bases (longer-trained, trained 60 minutes further, trained further on bins 1-2 with "
                "an EMA), flows and one-step students, on the same 1,024 unseen tasks of each easy-pool bin"),
+    Entry("vvr_bases_v2_ema2",
+          (("flow", (PY, "pipelines/vvr_bases.py", "--checkpoints",
+                     *(f"{base}=assets/{base}/tiny_flow_vvr2" for base in ("vvr2_ema", "vvr2_ema2")),
+                     "--eval-n", "1024", "--results", "{results}")),),
+          fast=False, blocks={"vvr_bases_v2_ema2": vvr_bases_table},
+          note="the averaged bins 1-2 flow (vvr2_ema) and the same flow trained 151 minutes further "
+               "(vvr2_ema2), on vvr_bases_v2's 1,024 unseen tasks of each easy-pool bin"),
     Entry("vvr2_longer_bin1_60", ((None, (*LONG_BIN1, *LONGER_BASES, "--out", "{out}")),), fast=False,
           blocks={"vvr2_longer_bin1_60": vvr2_methods},
           note="every method trained 60 steps on bin-1 tasks from the v2 bases trained 60 minutes further"),
@@ -511,6 +519,10 @@ ENTRIES: tuple[Entry, ...] = (
           fast=False, blocks={"vvr2_ema_flow_grpo_accum8_bin2_seed1": methods_per_bin},
           note="training seed 1 of vvr2_ema_flow_grpo_accum8_bins, scored on 8,192 unseen bin-2 tasks x 2 draws (easy "
                "to hard)"),
+    Entry("vvr2_ema_flow_grpo_accum8_bin2_trained", ema_bins_run("flow_grpo", ("2",), eval_n=8192, seed=1, train_bin="2"),
+          fast=False, blocks={"vvr2_ema_flow_grpo_accum8_bin2_trained": methods_per_bin},
+          note="vvr2_ema_flow_grpo_accum8_bin2_seed1 trained on bin-2 tasks instead of bin 1, scored on the same 8,192 "
+               "unseen bin-2 tasks x 2 draws: how much of bin 2 the base lets RL reach when it trains there"),
     Entry("vvr2_long_flow_accum8_easy_to_hard_large_eval",
           accum8_method_runs((("flow_grpo", "0"), ("diffusion_nft", "0"), ("diffusion_nft", "1")), score_bins=("2",)),
           fast=False, blocks={"vvr2_long_flow_accum8_easy_to_hard_large_eval": methods_seeds_large_eval},
