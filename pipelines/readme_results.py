@@ -109,9 +109,9 @@ def ema_bins_run(method: str, score_bins: tuple[str, ...] = ("1", "2"), eval_n: 
     default the config's), scored on ``eval_n`` unseen tasks x 2 draws of each of ``score_bins`` (row label: the
     method)."""
     seeded = () if seed is None else (f"trainer.seed={seed}",)
-    return ((method, (*COMPARE, "--mode", "same_template", "--train-bins", train_bin, "--methods", method, "--flow-checkpoint", EMA_FLOW, "--samples-per-step", "512",
-                      "--score-bins", *score_bins, "--eval-n", str(eval_n), "--out", "{out}", "trainer.grad_accum=8",
-                      *seeded)),)
+    return ((method, (*COMPARE, "--mode", "same_template", "--train-bins", train_bin, "--methods", method,
+                      "--flow-checkpoint", EMA_FLOW, "--samples-per-step", "512", "--score-bins", *score_bins,
+                      "--eval-n", str(eval_n), "--out", "{out}", "trainer.grad_accum=8", *seeded)),)
 
 
 def published_rwtd(lam: str) -> tuple[str, ...]:
