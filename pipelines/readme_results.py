@@ -71,8 +71,15 @@ LONGER_FLOW = "assets/vvr2_longer/tiny_flow_vvr2"
 LONGER_BASES = ("--checkpoint", "assets/vvr2_longer/tiny_one_step_vvr2", "--flow-checkpoint", LONGER_FLOW)
 #: that flow trained further on bins 1-2 of the easy pool, its weights averaged (vvr_pretrain_v2_ema)
 EMA_FLOW = "assets/vvr2_ema/tiny_flow_vvr2"
+
+
+def bin_compare(train_bin: str) -> tuple[str, ...]:
+    """The comparison on unseen tasks of the training distribution, trained on ``train_bin`` of the easy pool."""
+    return (*COMPARE, "--mode", "same_template", "--train-bins", train_bin)
+
+
 #: the comparison trained and scored on bin-1 tasks of the easy pool (the bin the longer-trained base has signal on)
-LONG_BIN1 = (*COMPARE, "--mode", "same_template", "--train-bins", "1")
+LONG_BIN1 = bin_compare("1")
 
 
 def large_eval_runs(label: str, bases: tuple[str, ...], seeds: tuple[str, ...], *overrides: str,
@@ -104,14 +111,14 @@ def accum8_method_runs(runs: tuple[tuple[str, str], ...], score_bins: tuple[str,
 
 
 def ema_bins_run(method: str, score_bins: tuple[str, ...] = ("1", "2"), eval_n: int = 2048,
-                 seed: int | None = None, train_bin: str = "1") -> tuple:
-    """A flow method at the 8-group budget trained on ``train_bin`` from ``assets/vvr2_ema``'s flow (training ``seed``,
-    default the config's), scored on ``eval_n`` unseen tasks x 2 draws of each of ``score_bins`` (row label: the
-    method)."""
+                 seed: int | None = None, train_bin: str = "1", flow: str = EMA_FLOW) -> tuple:
+    """A flow method at the 8-group budget trained on ``train_bin`` from ``flow`` (default ``assets/vvr2_ema``'s;
+    training ``seed``, default the config's), scored on ``eval_n`` unseen tasks x 2 draws of each of ``score_bins``
+    (row label: the method)."""
     seeded = () if seed is None else (f"trainer.seed={seed}",)
-    return ((method, (*COMPARE, "--mode", "same_template", "--train-bins", train_bin, "--methods", method,
-                      "--flow-checkpoint", EMA_FLOW, "--samples-per-step", "512", "--score-bins", *score_bins,
-                      "--eval-n", str(eval_n), "--out", "{out}", "trainer.grad_accum=8", *seeded)),)
+    return ((method, (*bin_compare(train_bin), "--methods", method, "--flow-checkpoint", flow, "--samples-per-step",
+                      "512", "--score-bins", *score_bins, "--eval-n", str(eval_n), "--out", "{out}",
+                      "trainer.grad_accum=8", *seeded)),)
 
 
 def published_rwtd(lam: str) -> tuple[str, ...]:
@@ -519,8 +526,9 @@ ENTRIES: tuple[Entry, ...] = (
           fast=False, blocks={"vvr2_ema_flow_grpo_accum8_bin2_seed1": methods_per_bin},
           note="training seed 1 of vvr2_ema_flow_grpo_accum8_bins, scored on 8,192 unseen bin-2 tasks x 2 draws (easy "
                "to hard)"),
-    Entry("vvr2_ema_flow_grpo_accum8_bin2_trained", ema_bins_run("flow_grpo", ("2",), eval_n=8192, seed=1, train_bin="2"),
-          fast=False, blocks={"vvr2_ema_flow_grpo_accum8_bin2_trained": methods_per_bin},
+    Entry("vvr2_ema_flow_grpo_accum8_bin2_trained",
+          ema_bins_run("flow_grpo", ("2",), eval_n=8192, seed=1, train_bin="2"), fast=False,
+          blocks={"vvr2_ema_flow_grpo_accum8_bin2_trained": methods_per_bin},
           note="vvr2_ema_flow_grpo_accum8_bin2_seed1 trained on bin-2 tasks instead of bin 1, scored on the same 8,192 "
                "unseen bin-2 tasks x 2 draws: how much of bin 2 the base lets RL reach when it trains there"),
     Entry("vvr2_long_flow_accum8_easy_to_hard_large_eval",
