@@ -71,6 +71,8 @@ LONGER_FLOW = "assets/vvr2_longer/tiny_flow_vvr2"
 LONGER_BASES = ("--checkpoint", "assets/vvr2_longer/tiny_one_step_vvr2", "--flow-checkpoint", LONGER_FLOW)
 #: that flow trained further on bins 1-2 of the easy pool, its weights averaged (vvr_pretrain_v2_ema)
 EMA_FLOW = "assets/vvr2_ema/tiny_flow_vvr2"
+#: that averaged flow trained 151 minutes further (vvr_bases_v2_ema2)
+EMA2_FLOW = "assets/vvr2_ema2/tiny_flow_vvr2"
 
 
 def bin_compare(train_bin: str) -> tuple[str, ...]:
@@ -426,6 +428,14 @@ ENTRIES: tuple[Entry, ...] = (
                "pairs of the easy pool's bins 1-2 (complexity <= 20, training seed 1), shipping an exponential "
                "moving average of its weights (decay 0.999), and a one-step student distilled from it (2,500 steps) "
                "in the same run"),
+    Entry("vvr_pretrain_v2_ema2_student",
+          ((None, (PY, "pipelines/vvr_pretrain.py", "--teacher", EMA2_FLOW, "--distill-minutes", "90", "--distill-steps",
+                   "2500", "--max-complexity", "20", "--seed", "5", "--eval-n", "384", "--threads", "2", "--assets",
+                   "{out}/assets", "--out", "{out}", "--results", "{results}")),),
+          fast=False, blocks={"vvr_pretrain_v2_ema2_student": pretrain_v2_table(20)},
+          pictures={"one_step_samples.png": "assets/readme/vvr2_ema2_one_step_samples.png"},
+          note="a one-step student distilled (2,500 steps, both cores) from the flow trained 151 minutes further "
+               "(assets/vvr2_ema2)"),
     Entry("vvr_bases_v2",
           tuple((kind, (PY, "pipelines/vvr_bases.py", "--checkpoints",
                         *(f"{base}=assets/{base}/tiny_{kind}_vvr2" for base in ("vvr2_long", "vvr2_longer", "vvr2_ema")),
@@ -434,12 +444,12 @@ ENTRIES: tuple[Entry, ...] = (
           note="the shipped v2 bases (longer-trained, trained 60 minutes further, trained further on bins 1-2 with "
                "an EMA), flows and one-step students, on the same 1,024 unseen tasks of each easy-pool bin"),
     Entry("vvr_bases_v2_ema2",
-          (("flow", (PY, "pipelines/vvr_bases.py", "--checkpoints",
-                     *(f"{base}=assets/{base}/tiny_flow_vvr2" for base in ("vvr2_ema", "vvr2_ema2")),
-                     "--eval-n", "1024", "--results", "{results}")),),
+          tuple((kind, (PY, "pipelines/vvr_bases.py", "--checkpoints",
+                        *(f"{base}=assets/{base}/tiny_{kind}_vvr2" for base in ("vvr2_ema", "vvr2_ema2")),
+                        "--eval-n", "1024", "--results", "{results}")) for kind in ("flow", "one_step")),
           fast=False, blocks={"vvr_bases_v2_ema2": vvr_bases_table},
           note="the averaged bins 1-2 flow (vvr2_ema) and the same flow trained 151 minutes further "
-               "(vvr2_ema2), on vvr_bases_v2's 1,024 unseen tasks of each easy-pool bin"),
+               "(vvr2_ema2), and their one-step students, on vvr_bases_v2's 1,024 unseen tasks of each easy-pool bin"),
     Entry("vvr2_longer_bin1_60", ((None, (*LONG_BIN1, *LONGER_BASES, "--out", "{out}")),), fast=False,
           blocks={"vvr2_longer_bin1_60": vvr2_methods},
           note="every method trained 60 steps on bin-1 tasks from the v2 bases trained 60 minutes further"),
