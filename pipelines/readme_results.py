@@ -450,6 +450,13 @@ ENTRIES: tuple[Entry, ...] = (
           fast=False, blocks={"vvr_bases_v2_ema2": vvr_bases_table},
           note="the averaged bins 1-2 flow (vvr2_ema) and the same flow trained 151 minutes further "
                "(vvr2_ema2), and their one-step students, on vvr_bases_v2's 1,024 unseen tasks of each easy-pool bin"),
+    Entry("vvr_bases_v2_group_signal",
+          ((None, (PY, "pipelines/vvr_bases.py", "--checkpoints",
+                   *(f"{base}=assets/{base}/tiny_flow_vvr2" for base in ("vvr2_ema", "vvr2_ema2")), "--bins", "2",
+                   "--eval-n", "256", "--eval-draws", "16", "--results", "{results}")),),
+          fast=False, blocks={"vvr_bases_v2_group_signal": vvr_bases_table},
+          note="the two averaged flows on 256 unseen bin-2 tasks x 16 draws (a Flow-GRPO group): how many tasks' "
+               "groups hold a solved image"),
     Entry("vvr2_longer_bin1_60", ((None, (*LONG_BIN1, *LONGER_BASES, "--out", "{out}")),), fast=False,
           blocks={"vvr2_longer_bin1_60": vvr2_methods},
           note="every method trained 60 steps on bin-1 tasks from the v2 bases trained 60 minutes further"),

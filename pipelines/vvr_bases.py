@@ -31,10 +31,21 @@ from pipelines.vvr_compare import EASY_POOL_BINS, bin_stats, evaluated_tasks, ou
 SOURCE = {"name": "vvr2", "pool": "easy"}
 
 
+def solved_group_rate(acc: torch.Tensor, draws: int) -> tuple[float, float]:
+    """Fraction of tasks with at least one solved image among their ``draws`` consecutive draws, and its binomial
+    standard error over tasks. A group-relative method (Flow-GRPO's group of 16 samples per prompt) gets strict-reward
+    signal only from such groups: in the others every sample fails alike."""
+    hit = (acc.reshape(-1, draws).amax(1) > 0).double()
+    rate = hit.mean().item()
+    return rate, (rate * (1 - rate) / len(hit)) ** 0.5
+
+
 def compare_bases(named: dict[str, Path], bins: list[int], eval_n: int, draws: int) -> list[dict]:
-    """Per checkpoint and bin: accuracy and soft reward, and the change from the first checkpoint (paired SE)."""
+    """Per checkpoint and bin: accuracy and soft reward, and the change from the first checkpoint (paired SE); with
+    several draws, also the fraction of tasks whose draws hold a solved image (:func:`solved_group_rate`)."""
     evaluated, _ = evaluated_tasks("same_template", SOURCE, eval_n, 0, bins)
     evaluated = evaluated.repeat_interleave(draws)
+    task_bins = torch.tensor([m["task"]["difficulty_bin"] for m in evaluated.metadata])
     first, rows = None, []
     for name, path in named.items():
         gen = load_generator(path).eval()
@@ -46,6 +57,9 @@ def compare_bases(named: dict[str, Path], bins: list[int], eval_n: int, draws: i
                          "acc": st["acc_after"], "soft": st["soft_after"],
                          "acc_change": st["acc_after"] - st["acc_before"], "acc_change_se": st["acc_change_se"],
                          "soft_change": st["soft_after"] - st["soft_before"], "soft_change_se": st["soft_change_se"]})
+            if draws > 1:
+                rate, se = solved_group_rate(scored["acc"][task_bins == int(b)], draws)
+                rows[-1].update(solved_group=rate, solved_group_se=se)
         print(json.dumps(rows[-len(bins):]))
     return rows
 
@@ -54,6 +68,8 @@ def result_row(row: dict) -> ResultRow:
     """One (checkpoint, bin) row: accuracy, soft reward and the changes from the first checkpoint, with paired SEs."""
     values = {k: round(float(row[k]), 6) for k in ("acc", "soft", "acc_change", "soft_change")}
     se = {"acc_change": row["acc_change_se"], "soft_change": row["soft_change_se"]}
+    if "solved_group" in row:
+        values["solved_group"], se["solved_group"] = round(float(row["solved_group"]), 6), row["solved_group_se"]
     return ResultRow(f"{row['base']}/bin {row['bin']}", values, se,
                      info={"checkpoint": row["checkpoint"], "tasks": row["tasks"], "draws": row["draws"]})
 

@@ -27,10 +27,22 @@ def test_changes_are_paired_against_the_first_checkpoint(tmp_path):
     assert shipped["info"]["tasks"] == 24 and shipped["info"]["draws"] == 2
     assert shipped["values"]["acc"] > 0.05  # the shipped flow solves some bin-1 tasks
     assert again["values"] == {**shipped["values"], "acc_change": 0.0, "soft_change": 0.0}  # same noise, same samples
-    assert again["se"] == {"acc_change": 0.0, "soft_change": 0.0}
+    assert again["se"] == {**shipped["se"], "acc_change": 0.0, "soft_change": 0.0}
     assert untrained["values"]["acc"] == 0.0
     assert untrained["values"]["acc_change"] == pytest.approx(-shipped["values"]["acc"])
     assert untrained["se"]["acc_change"] > 0
+    # with several draws: the tasks whose draws hold a solved image, at least the mean accuracy
+    assert shipped["values"]["solved_group"] >= shipped["values"]["acc"] > 0
+    assert untrained["values"]["solved_group"] == 0.0
+
+
+def test_solved_group_rate_counts_tasks_with_any_solved_draw():
+    import torch
+
+    acc = torch.tensor([0.0, 0.0, 1.0, 0.0, 1.0, 1.0, 0.0, 0.0])  # 4 tasks x 2 draws, consecutive
+    rate, se = vvr_bases.solved_group_rate(acc, draws=2)
+    assert rate == 0.5 and se == pytest.approx(0.25)
+    assert vvr_bases.solved_group_rate(acc, draws=1) == (0.375, pytest.approx((0.375 * 0.625 / 8) ** 0.5))
 
 
 @pytest.mark.parametrize("args, message", [(["--checkpoints", "x"], "name=path"),

@@ -319,13 +319,19 @@ def vvr_bases_table(t: ResultTable) -> str:
         value = f"{r.values[key]:.4f}"
         return value if first else f"{value} ({signed(r.values[f'{key}_change'], 4)} ± {r.se[f'{key}_change']:.4f})"
 
+    groups = "solved_group" in t.rows[0].values  # several draws per task: tasks whose draws hold a solved image
+
+    def group_cells(r: ResultRow) -> list[str]:
+        return [f"{r.values['solved_group']:.3f} ± {r.se['solved_group']:.3f}"] if groups else []
+
     lines = []
     for i, base in enumerate(bases):
         rows = [t.row(f"{base}/bin {b}") for b in bins]
         first = runs.index(runs[i]) == i
-        lines.append([f"`{rows[0].info['checkpoint']}`", *(cell(r, key, first) for r in rows for key in ("acc", "soft"))])
+        lines.append([f"`{rows[0].info['checkpoint']}`",
+                      *(c for r in rows for c in (cell(r, "acc", first), cell(r, "soft", first), *group_cells(r)))])
     n = t.rows[0].info
-    head = ["base (change from the first of its kind ± paired SE)",
-            *(f"bin {b} {what}" for b in bins for what in ("strict", "soft reward"))]
+    whats = ("strict", "soft reward", "tasks with a solved draw") if groups else ("strict", "soft reward")
+    head = ["base (change from the first of its kind ± paired SE)", *(f"bin {b} {what}" for b in bins for what in whats)]
     draws = f"{n['draws']} noise draw" + ("s" if n["draws"] > 1 else "")
     return table(head, lines) + f"\n\n{n['tasks']:,} unseen tasks per bin × {draws}."
