@@ -331,7 +331,7 @@ def vvr_bases_table(t: ResultTable) -> str:
         lines.append([f"`{rows[0].info['checkpoint']}`",
                       *(c for r in rows for c in (cell(r, "acc", first), cell(r, "soft", first), *group_cells(r)))])
     n = t.rows[0].info
-    whats = ("strict", "soft reward", "tasks with a solved draw") if groups else ("strict", "soft reward")
+    whats = ("strict", "soft reward", "tasks with a solved draw (± SE)") if groups else ("strict", "soft reward")
     head = ["base (change from the first of its kind ± paired SE)", *(f"bin {b} {what}" for b in bins for what in whats)]
     draws = f"{n['draws']} noise draw" + ("s" if n["draws"] > 1 else "")
     return table(head, lines) + f"\n\n{n['tasks']:,} unseen tasks per bin × {draws}."
