@@ -123,6 +123,13 @@ def ema_bins_run(method: str, score_bins: tuple[str, ...] = ("1", "2"), eval_n: 
                       "trainer.grad_accum=8", *seeded)),)
 
 
+def bases_compare(bases: tuple[str, ...], kind: str, *options: str) -> tuple[str, ...]:
+    """``vvr_bases.py`` on the shipped ``assets/<base>/tiny_<kind>_vvr2`` checkpoints of ``bases`` (changes from the
+    first), with ``options``."""
+    return (PY, "pipelines/vvr_bases.py", "--checkpoints", *(f"{base}=assets/{base}/tiny_{kind}_vvr2" for base in bases),
+            *options, "--results", "{results}")
+
+
 def published_rwtd(lam: str) -> tuple[str, ...]:
     """RWTD's published regime on the v1 held-out comparison: 24 + 24 samples per prompt, 8 prompt groups per optimizer
     step, a fixed temperature on the calibrated reward scale, the 0.1 floor, Sinkhorn with the ε floor, η = 0.2 and
@@ -437,23 +444,20 @@ ENTRIES: tuple[Entry, ...] = (
           note="a one-step student distilled (2,500 steps, both cores) from the flow trained 151 minutes further "
                "(assets/vvr2_ema2)"),
     Entry("vvr_bases_v2",
-          tuple((kind, (PY, "pipelines/vvr_bases.py", "--checkpoints",
-                        *(f"{base}=assets/{base}/tiny_{kind}_vvr2" for base in ("vvr2_long", "vvr2_longer", "vvr2_ema")),
-                        "--eval-n", "1024", "--results", "{results}")) for kind in ("flow", "one_step")),
+          tuple((kind, bases_compare(("vvr2_long", "vvr2_longer", "vvr2_ema"), kind, "--eval-n", "1024"))
+                for kind in ("flow", "one_step")),
           fast=False, blocks={"vvr_bases_v2": vvr_bases_table},
           note="the shipped v2 bases (longer-trained, trained 60 minutes further, trained further on bins 1-2 with "
                "an EMA), flows and one-step students, on the same 1,024 unseen tasks of each easy-pool bin"),
     Entry("vvr_bases_v2_ema2",
-          tuple((kind, (PY, "pipelines/vvr_bases.py", "--checkpoints",
-                        *(f"{base}=assets/{base}/tiny_{kind}_vvr2" for base in ("vvr2_ema", "vvr2_ema2")),
-                        "--eval-n", "1024", "--results", "{results}")) for kind in ("flow", "one_step")),
+          tuple((kind, bases_compare(("vvr2_ema", "vvr2_ema2"), kind, "--eval-n", "1024"))
+                for kind in ("flow", "one_step")),
           fast=False, blocks={"vvr_bases_v2_ema2": vvr_bases_table},
           note="the averaged bins 1-2 flow (vvr2_ema) and the same flow trained 151 minutes further "
                "(vvr2_ema2), and their one-step students, on vvr_bases_v2's 1,024 unseen tasks of each easy-pool bin"),
     Entry("vvr_bases_v2_group_signal",
-          ((None, (PY, "pipelines/vvr_bases.py", "--checkpoints",
-                   *(f"{base}=assets/{base}/tiny_flow_vvr2" for base in ("vvr2_ema", "vvr2_ema2")), "--bins", "2",
-                   "--eval-n", "256", "--eval-draws", "16", "--results", "{results}")),),
+          ((None, bases_compare(("vvr2_ema", "vvr2_ema2"), "flow", "--bins", "2", "--eval-n", "256", "--eval-draws",
+                                "16")),),
           fast=False, blocks={"vvr_bases_v2_group_signal": vvr_bases_table},
           note="the two averaged flows on 256 unseen bin-2 tasks x 16 draws (a Flow-GRPO group): how many tasks' "
                "groups hold a solved image"),
