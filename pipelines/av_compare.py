@@ -29,6 +29,7 @@ from visalign.core import PromptList, build_algorithm, build_reward, load_genera
 from visalign.core.config import apply_overrides
 from visalign.core.types import cat_samples, index_samples
 from visalign.results import ResultRow, Tolerance, write_results
+from visalign.rewards.av_verifiers import av_parts, bounce_fit
 from visalign.trainer import Trainer, TrainerCallback, TrainerConfig
 
 METHODS = {"av_grpo": "anchored", "joint_grpo": "joint", "video_sde": "video_sde", "routed": "routed"}
@@ -36,6 +37,7 @@ COMPONENTS = {"av_video_quality": 10.0, "av_audio_quality": 0.05, "av_video_alig
               "av_desync": 1.0}  # weights of the summed reward (joint / video_sde): each component's spread ~ 1
 EVAL_SEED = 10_000  # noise seed of the fixed evaluation set
 REPORTED = ["av_desync", "av_video_quality", "av_audio_quality", "av_video_alignment", "av_audio_alignment"]
+VISIBLE = "av_video_quality_visible"  # av_video_quality with a resolution (--eval-video-tolerance-px), evaluation only
 
 
 def make_reward(min_travel: float, extra: Sequence[str] = ()):
@@ -87,6 +89,19 @@ def score(samples, prompts: list[str], min_travel: float) -> dict[str, torch.Ten
     reward = make_reward(min_travel)
     reward(samples, prompts, [{}] * len(prompts))
     return {k: v.float() for k, v in reward.components().items()}
+
+
+def visible_video_quality(samples, prompts: list[str], min_travel: float, tolerance_px: float) -> torch.Tensor:
+    """Per-sample ``av_video_quality`` read at a resolution: residuals up to ``tolerance_px`` pixels count as none."""
+    reward = build_reward({"name": "av_video_quality", "min_travel": min_travel, "tolerance_px": tolerance_px})
+    return reward(samples, prompts, [{}] * len(prompts)).float()
+
+
+def largest_residual_px(samples) -> float:
+    """The largest motion residual (pixels along the motion) of any clip in ``samples``: how far the clips are from
+    the resolution of ``visible_video_quality``."""
+    fit, pixels = bounce_fit(av_parts(samples, "av_video_quality")[0])
+    return round(float((fit.residual * pixels).max()), 4)
 
 
 def per_sample_metrics(model, prompts: list[str], seed: int, min_travel: float,
@@ -237,6 +252,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--eval-every", type=int, default=32)
     p.add_argument("--eval-size", type=int, default=64)
     p.add_argument("--pretrain-steps", type=int, default=3000)
+    p.add_argument("--eval-video-tolerance-px", type=float, default=None,
+                   help="also report av_video_quality read at this resolution (residuals up to this many pixels count "
+                        "as none) on the evaluation set; training rewards are unchanged")
     p.add_argument("--min-travel", type=float, default=0.3, help="av_video_quality's min_travel (fraction of the "
                    "frame the fitted bounce must cross; 0: the motion fit alone, as before the travel term existed)")
     p.add_argument("--budget-curve", choices=["periodic", "fixed"], default="periodic",
@@ -265,18 +283,26 @@ def main(argv: list[str] | None = None) -> int:
     eval_prompts = [prompts[i % len(prompts)] for i in range(args.eval_size)]
     base = load_generator(base_path)
     before, base_samples = per_sample_metrics(base, eval_prompts, EVAL_SEED, args.min_travel, args.eval_steps)
+    tolerance = args.eval_video_tolerance_px
+    reported, results_extra = (REPORTED if tolerance is None else [*REPORTED, VISIBLE]), {}
+    if tolerance is not None:
+        before[VISIBLE] = visible_video_quality(base_samples, eval_prompts, args.min_travel, tolerance)
+        results_extra["base_largest_residual_px"] = largest_residual_px(base_samples)
     rho, rho_se = advantage_correlation(base, [prompts[i % len(prompts)] for i in range(args.spearman_prompts)],
                                         args.group, args.seed, args.min_travel)
     results = {"model": args.model, "settings": {k: str(v) for k, v in vars(args).items()},
                "advantage_spearman_vs_own_quality": rho, "advantage_spearman_se": rho_se,
-               "base": {k: round(float(before[k].mean()), 4) for k in REPORTED}, "methods": {}}
+               "base": {k: round(float(before[k].mean()), 4) for k in reported}, **results_extra, "methods": {}}
     print(json.dumps(results["advantage_spearman_vs_own_quality"]))
     shown = {"base": base_samples}
     for method in args.methods:
         policy, info = train(method, base_path, prompts, eval_prompts, args, args.out)
         after, samples = per_sample_metrics(policy, eval_prompts, EVAL_SEED, args.min_travel, args.eval_steps)
+        if tolerance is not None:
+            after[VISIBLE] = visible_video_quality(samples, eval_prompts, args.min_travel, tolerance)
+            info["largest_residual_px"] = largest_residual_px(samples)
         shown[method] = samples
-        info["metrics"] = {k: paired(before[k], after[k]) for k in REPORTED}
+        info["metrics"] = {k: paired(before[k], after[k]) for k in reported}
         results["methods"][method] = info
         print(method, json.dumps(info["metrics"]), info["rollouts"], info["seconds_per_step"])
     if "av_grpo" in results["methods"] and "joint_grpo" in results["methods"]:
@@ -305,14 +331,19 @@ def main(argv: list[str] | None = None) -> int:
 def result_rows(results: dict) -> list[ResultRow]:
     """The base's scores, each method's change per metric (paired SE) with its rollouts, the budget AV-GRPO needed
     to match joint GRPO's desync gain, and the within-group advantage Spearman correlations."""
-    rows = [ResultRow("base", {k.removeprefix("av_"): results["base"][k] for k in REPORTED})]
+    reported = list(results["base"])
+    largest = ({"largest_residual_px": results["base_largest_residual_px"]}
+               if "base_largest_residual_px" in results else {})
+    rows = [ResultRow("base", {k.removeprefix("av_"): results["base"][k] for k in reported}, info=largest)]
     for method, info in results["methods"].items():
         metrics = info["metrics"]
-        rows.append(ResultRow(method, {k.removeprefix("av_"): metrics[k]["delta"] for k in REPORTED},
-                              se={k.removeprefix("av_"): metrics[k]["se"] for k in REPORTED},
+        rows.append(ResultRow(method, {k.removeprefix("av_"): metrics[k]["delta"] for k in reported},
+                              se={k.removeprefix("av_"): metrics[k]["se"] for k in reported},
                               info={"rollouts": info["rollouts"], "seconds_per_step": info["seconds_per_step"],
-                                    "change_in_se": {k.removeprefix("av_"): metrics[k]["in_se"] for k in REPORTED},
-                                    "change_exact": {k.removeprefix("av_"): metrics[k]["exact"] for k in REPORTED}}))
+                                    "change_in_se": {k.removeprefix("av_"): metrics[k]["in_se"] for k in reported},
+                                    "change_exact": {k.removeprefix("av_"): metrics[k]["exact"] for k in reported},
+                                    **({"largest_residual_px": info["largest_residual_px"]}
+                                       if "largest_residual_px" in info else {})}))
     if "budget" in results:
         budget = results["budget"]
         rows.append(ResultRow("budget", {"joint_desync_gain": budget["joint_desync_gain"]},
@@ -323,10 +354,11 @@ def result_rows(results: dict) -> list[ResultRow]:
 
 
 def print_table(results: dict) -> None:
-    print(f"\n{'method':<11} {'rollouts':>8} {'s/step':>6}  " + "  ".join(f"{k.removeprefix('av_'):>26}" for k in REPORTED))
+    reported = list(results["base"])
+    print(f"\n{'method':<11} {'rollouts':>8} {'s/step':>6}  " + "  ".join(f"{k.removeprefix('av_'):>26}" for k in reported))
     for method, info in results["methods"].items():
         cells = "  ".join(f"{m['before']:>7.3f} -> {m['after']:>7.3f} ±{m['se']:.3f}".rjust(26) for m in
-                          (info["metrics"][k] for k in REPORTED))
+                          (info["metrics"][k] for k in reported))
         print(f"{method:<11} {info['rollouts']:>8} {info['seconds_per_step']:>6.2f}  {cells}")
     if "budget" in results:
         print("budget:", json.dumps(results["budget"]))

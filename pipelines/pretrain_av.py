@@ -103,6 +103,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--fixed-motion", action="store_true",
                    help="train on a world where the prompt fixes the motion (phase from the prompt, shape across the "
                         "middle): no motion to pick (WorldConfig.fixed_motion)")
+    p.add_argument("--fixed-offset", action="store_true",
+                   help="train on a world where the shape crosses the middle and only the phase is random: a prompt "
+                        "allows 4 motions, no continuum (WorldConfig.fixed_offset)")
     p.add_argument("--audio-jitter", type=float, default=0.0,
                    help="tone bursts start up to this many frames off the wall contacts (uniform, either way), so the "
                         "model starts out of sync (WorldConfig.audio_jitter, in [0, 1))")
@@ -144,10 +147,12 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--ot-coupling pairs noise with several clips of one prompt: set --clips-per-prompt > 1")
     if args.init is not None and args.pictures_only:
         p.error("--pictures-only trains nothing: drop --init")
+    if args.fixed_motion and args.fixed_offset:
+        p.error("--fixed-motion already fixes the offset: drop --fixed-offset")
     began, errors = time.perf_counter(), {}
     torch.set_num_threads(args.threads)
     world = WorldConfig(size=MODEL["image_size"], frames=MODEL["frames"], fps=MODEL["fps"], sample_rate=MODEL["sample_rate"],
-                        fixed_motion=args.fixed_motion, audio_jitter=args.audio_jitter)
+                        fixed_motion=args.fixed_motion, fixed_offset=args.fixed_offset, audio_jitter=args.audio_jitter)
     prompts = all_prompts(audio=True)
     metrics: dict[str, object] = {}
     trained = (load_generator(args.assets / "tiny_av_flow") if args.pictures_only else
@@ -190,6 +195,7 @@ def main(argv: list[str] | None = None) -> int:
                                     **({"clips_per_prompt": args.clips_per_prompt} if args.clips_per_prompt != 1 else {}),
                                     **({"ot_coupling": True} if args.ot_coupling else {}),
                                     **({"fixed_motion": True} if args.fixed_motion else {}),
+                                    **({"fixed_offset": True} if args.fixed_offset else {}),
                                     **({"audio_jitter": args.audio_jitter} if args.audio_jitter else {}),
                                     **({"init": str(args.init)} if args.init is not None else {})}
         model.save_pretrained(args.assets / "tiny_av_flow")

@@ -26,7 +26,7 @@ from pipelines.readme_blocks.av import (
     av_audio_drift_table, av_audio_quality_alone_table, AV_BASES, av_bases, AV_COMMIT_LABELS, AV_COMMIT_LEVELS,
     av_commit_table, av_continued_bases, av_cross_modal, AV_DRIFT_RUNS, av_gamed_table, av_large_batch_table,
     av_large_budget, av_large_table, av_leak_table, av_per_seed_table, av_pilot, av_position_probe, av_sampling_steps,
-    AV_SEED_PARTS, AV_SEEDS, av_seeds_table, av_spearman_table, AV_STEP_COUNTS, AV_STEPS_LOSS_SPACES,
+    AV_SEED_PARTS, AV_SEEDS, av_seeds_table, AV_VISIBLE_PX, av_visible_table, av_spearman_table, AV_STEP_COUNTS, AV_STEPS_LOSS_SPACES,
     av_sync_and_quality_levels, AV_SYNCED_RUNS, av_tiny_base, av_tiny_table, av_toy_base, av_toy_budget,
     av_toy_large_batch, av_toy_spearman, av_toy_table, av_toy_travel, LOSS_SPACE_LABELS, pretrain_metrics,
     pretrain_steps, synced_and)
@@ -221,6 +221,32 @@ def _av_fixed_entry(name: str, settings: tuple[str, ...], extra: tuple[str, ...]
                       f"({' '.join(settings)}), seeds {seeds[0]}-{seeds[-1]}")
 
 
+def _av_visible_entry(source: Entry) -> Entry:
+    """``source``'s runs, training unchanged, with the video quality also read at a resolution of AV_VISIBLE_PX
+    pixels on the evaluation set: the changes per seed, and the second claim per seed with that readout."""
+    name = f"{source.name}_visible"
+    return Entry(name, tuple((label, (*argv, "--eval-video-tolerance-px", AV_VISIBLE_PX)) for label, argv in source.runs),
+                 fast=False, blocks={name: av_visible_table, f"{name}/claim": AV_SEED_PARTS["claim_visible"]},
+                 note=f"{source.name}'s runs (the same training) with av_video_quality also read at a resolution of "
+                      f"{AV_VISIBLE_PX} px of motion residual on the evaluation set")
+
+
+AV_FIXED_KL_ALL = _av_fixed_entry(
+    "kl_all", ("ode_final_steps=3", "kl_steps=all"), ("--budget-curve", "fixed"), ("budget", "spearman", "claim"),
+    "the SDE on the first sampling step and the KL on every step, the budget on the fixed evaluation set",
+    seeds=("0", "1", "2", "3", "4"))
+AV_FIXED_VIDEO_NOISE = _av_fixed_entry(
+    "video_noise", ("ode_final_steps=3", "kl_steps=all"), ("--noise-video", "0.7", "--budget-curve", "fixed"),
+    ("budget", "spearman", "claim"),
+    "as kl_all with the video's SDE noise level 0.7 (the audio's), seeds 3 and 4 added after the setting was chosen "
+    "on seeds 1 and 2", seeds=("0", "1", "2", "3", "4"), picture=True)
+AV_FIXED_KEEP_OPTIMIZER = _av_fixed_entry(
+    "keep_optimizer", ("ode_final_steps=3", "kl_steps=all"),
+    ("--noise-video", "0.7", "--keep-optimizer", "--budget-curve", "fixed"), ("budget", "spearman", "claim"),
+    "as video_noise with the AdamW state kept across modality switches (chosen on seeds 3 and 4; seeds 0-2, 5 and 6 "
+    "held out)", seeds=("0", "1", "2", "3", "4", "5", "6"))
+
+
 def _shipped_av(folder: str, *world: str) -> tuple[str, ...]:
     """pretrain_av.py measuring (and drawing) the tiny AV checkpoint shipped in ``folder``, beside the renders of the
     world its ``world`` options describe (default: the random-phase world)."""
@@ -319,12 +345,12 @@ PREDICTION_LABELS = {"velocity": "velocity prediction (as shipped)", "sample": "
 
 
 def _prediction_runs(steps: str, arms: dict[str, tuple[str, ...]] = PREDICTION_ARMS, verifiers: bool = False,
-                     fixed_motion: bool = True) -> tuple[tuple[str, tuple[str, ...]], ...]:
+                     fixed_motion: bool = True, fixed_offset: bool = False) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """Small-size bases trained ``steps`` flow steps from scratch under each of ``arms`` (time-aligned window), on
-    the fixed-motion world or the random-phase one; then (with ``verifiers``) the AV verifiers of each, and on the
-    fixed-motion world the position probe of each."""
+    the fixed-motion world or the random-phase one (with ``fixed_offset``: its phase alone random); then (with
+    ``verifiers``) the AV verifiers of each, and on the fixed-motion world the position probe of each."""
     trained = _trained_checkpoints(arms)
-    world = ("--fixed-motion",) if fixed_motion else ()
+    world = ("--fixed-motion",) if fixed_motion else ("--fixed-offset",) if fixed_offset else ()
     train = tuple((f"{arm}/measured", (*PRETRAIN_AV, "--steps", steps, "--cross-frames", "0", *world, *options,
                                        "--assets", "{out}/assets", *PRETRAIN_OUT))
                   for arm, options in arms.items())
@@ -341,6 +367,17 @@ LOSS_SPACE_ARMS = {"velocity": (), "sample": ("--sample-prediction",), "velocity
 
 
 AV_STEPS_ARMS = {k: LOSS_SPACE_ARMS[k] for k in AV_STEPS_LOSS_SPACES}
+
+# the recipe that places the shape (clean-sample output, sample-space loss) on the random-phase world, each drawn
+# prompt rendered 8 times per batch, its noise paired with the clips independently or by minibatch optimal transport
+RANDOM_OT_ARMS = {"clips8": (*LOSS_SPACE_ARMS["sample_x0_loss"], "--clips-per-prompt", "8"),
+                  "clips8_ot": (*LOSS_SPACE_ARMS["sample_x0_loss"], "--clips-per-prompt", "8", "--ot-coupling")}
+RANDOM_OT_LABELS = {"clips8": "sample prediction, sample-space loss, 8 clips per prompt",
+                    "clips8_ot": "the same, noise paired by OT"}
+# the same recipe where only the phase is random (four motions per prompt, the shape across the middle)
+FIXED_OFFSET_ARMS = {"sample_x0_loss": LOSS_SPACE_ARMS["sample_x0_loss"], "clips8_ot": RANDOM_OT_ARMS["clips8_ot"]}
+FIXED_OFFSET_LABELS = {"sample_x0_loss": LOSS_SPACE_LABELS["sample_x0_loss"],
+                       "clips8_ot": "the same, 8 clips per prompt, noise paired by OT"}
 
 
 ENTRIES: tuple[Entry, ...] = (
@@ -668,23 +705,14 @@ ENTRIES: tuple[Entry, ...] = (
     _av_fixed_entry("ode_final", ("ode_final_steps=1",), (), (), "the last sampling step an ODE step"),
     _av_fixed_entry("sde_first", ("ode_final_steps=3",), ("--budget-curve", "fixed"), ("budget",),
                     "the SDE on the first of the 4 sampling steps only, the budget on the fixed evaluation set"),
-    _av_fixed_entry("kl_all", ("ode_final_steps=3", "kl_steps=all"), ("--budget-curve", "fixed"),
-                    ("budget", "spearman", "claim"),
-                    "the SDE on the first sampling step and the KL on every step, the budget on the fixed evaluation "
-                    "set", seeds=("0", "1", "2", "3", "4")),
-    _av_fixed_entry("video_noise", ("ode_final_steps=3", "kl_steps=all"),
-                    ("--noise-video", "0.7", "--budget-curve", "fixed"), ("budget", "spearman", "claim"),
-                    "as kl_all with the video's SDE noise level 0.7 (the audio's), seeds 3 and 4 added after the "
-                    "setting was chosen on seeds 1 and 2", seeds=("0", "1", "2", "3", "4"), picture=True),
+    AV_FIXED_KL_ALL,
+    AV_FIXED_VIDEO_NOISE,
     _av_fixed_entry("audio_only", ("ode_final_steps=3", "kl_steps=all"),
                     ("--order", "audio", "video", "--steps-per-modality", "1000"), ("claim",),
                     "as kl_all with the audio tower trained alone (no video blocks)", seeds=("0", "1", "2", "3", "4"),
                     methods=("av_grpo",)),
-    _av_fixed_entry("keep_optimizer", ("ode_final_steps=3", "kl_steps=all"),
-                    ("--noise-video", "0.7", "--keep-optimizer", "--budget-curve", "fixed"),
-                    ("budget", "spearman", "claim"),
-                    "as video_noise with the AdamW state kept across modality switches (chosen on seeds 3 and 4; "
-                    "seeds 0-2, 5 and 6 held out)", seeds=("0", "1", "2", "3", "4", "5", "6")),
+    AV_FIXED_KEEP_OPTIMIZER,
+    *(_av_visible_entry(e) for e in (AV_FIXED_KL_ALL, AV_FIXED_VIDEO_NOISE)),
     Entry("av_leak", (*((label, (*_av_compare_120(AV_FIXED), "--methods", "av_grpo", "--set", "ode_final_steps=3",
                                  "kl_steps=all", *options)) for label, options in AV_LEAK_RUNS.items()),
                       ("leak", (PY, "pipelines/av_leak.py", "--base", AV_FIXED, "--results", "{results}", "--trained",
@@ -765,6 +793,21 @@ ENTRIES: tuple[Entry, ...] = (
           fast=False, blocks={"av_random_steps": av_sampling_steps},
           note="the two random-phase bases of av_loss_space_random trained again, then the AV verifiers of each at "
                "4, 8, 16 and 32 Euler steps"),
+    Entry("av_fixed_offset_pilot", _prediction_runs("4000", FIXED_OFFSET_ARMS, verifiers=True, fixed_motion=False,
+                                                    fixed_offset=True),
+          fast=False, blocks={"av_fixed_offset_pilot": av_continued_bases(FIXED_OFFSET_LABELS,
+                                                                          "trained from scratch with")},
+          pictures={"run_0/flow.png": "assets/readme/av_x0_fixed_offset_samples.png"},
+          note="the small tiny AV size trained 4,000 flow steps from scratch on a world where only the phase is random "
+               "(four motions per prompt, the shape across the middle), predicting the clean sample with the loss in "
+               "sample space, with the default batches and with 8 clips per prompt paired to the noise by OT; the AV "
+               "verifiers of each"),
+    Entry("av_random_ot_pilot", _prediction_runs("4000", RANDOM_OT_ARMS, verifiers=True, fixed_motion=False),
+          fast=False, blocks={"av_random_ot_pilot": av_continued_bases(RANDOM_OT_LABELS, "trained from scratch with")},
+          pictures={"run_1/flow.png": "assets/readme/av_x0_ot_random_samples.png"},
+          note="the small tiny AV size trained 4,000 flow steps from scratch on the random-phase world, predicting the "
+               "clean sample with the loss in sample space, 8 clips per drawn prompt, the noise paired independently "
+               "or by minibatch optimal transport; the AV verifiers of each"),
     Entry("av_commit_pilot", _continued_runs(AV_SYNCED, AV_COMMIT_ARMS, AV_COMMIT_LEVELS), fast=False,
           blocks={"av_commit_pilot": av_commit_table, "av_commit_pilot/bases": av_continued_bases(AV_COMMIT_LABELS)},
           note="the synced tiny AV base continued 1,500 flow steps as trained and at time shift 3; av_sync of joint "

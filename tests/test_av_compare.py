@@ -98,3 +98,24 @@ def test_paired_change_reports_it_in_standard_errors_from_unrounded_values():
     assert small["exact"] == pytest.approx(2.5e-5, rel=1e-5)
     assert small["in_se"] == pytest.approx(2.5 / (torch.tensor([1.0, 2, 3, 4]).std().item() / 2), abs=0.01)
     assert av_compare.paired(torch.ones(3), torch.ones(3))["in_se"] is None
+
+
+def test_eval_video_tolerance_adds_a_visible_quality_readout_and_leaves_the_rest(checkpoint, tmp_path):
+    """--eval-video-tolerance-px adds av_video_quality read at that resolution to the evaluation (never above zero,
+    at least the full readout); every other figure, training included, is what the run without it gives."""
+    args = ("--methods", "av_grpo", "--steps", "1", "--steps-per-modality", "1", "--eval-every", "1")
+    plain, plain_stored = _run(checkpoint, tmp_path / "plain", *args)
+    visible, stored = _run(checkpoint, tmp_path / "visible", *args, "--eval-video-tolerance-px", "0.5")
+    assert list(visible["base"]) == [*av_compare.REPORTED, av_compare.VISIBLE]
+    assert 0 >= visible["base"][av_compare.VISIBLE] >= visible["base"]["av_video_quality"]
+    for k in av_compare.REPORTED:
+        assert visible["base"][k] == plain["base"][k]
+        assert visible["methods"]["av_grpo"]["metrics"][k] == plain["methods"]["av_grpo"]["metrics"][k]
+    rows = {r["row"]: r for r in stored["rows"]}
+    assert "video_quality_visible" in rows["av_grpo"]["values"] and "video_quality_visible" in rows["av_grpo"]["se"]
+    assert "video_quality_visible" in rows["av_grpo"]["info"]["change_in_se"]
+    assert "video_quality_visible" not in {r["row"]: r for r in plain_stored["rows"]}["av_grpo"]["values"]
+    assert rows["av_grpo"]["info"]["largest_residual_px"] > 0
+    # each clip is forgiven at most min(its residual, 0.5 px) of a 16 px frame (means rounded to 4 decimals)
+    forgiven = visible["base"][av_compare.VISIBLE] - visible["base"]["av_video_quality"]
+    assert forgiven <= min(rows["base"]["info"]["largest_residual_px"], 0.5) / 15 + 1e-4

@@ -172,6 +172,9 @@ def test_the_fixed_motion_world_options_are_recorded_and_bad_jitter_refused(tmp_
     with pytest.raises(SystemExit):
         pretrain_av.main(["--assets", str(tmp_path / "x"), "--audio-jitter", "1"])
     assert "--audio-jitter is in frames" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        pretrain_av.main(["--assets", str(tmp_path / "x"), "--fixed-motion", "--fixed-offset"])
+    assert "--fixed-motion already fixes the offset" in capsys.readouterr().err
 
 
 def test_sample_prediction_builds_a_sample_predicting_model_and_is_recorded_only_when_set(tmp_path):

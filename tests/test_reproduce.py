@@ -128,6 +128,24 @@ def test_across_seeds_is_the_mean_change_in_its_standard_error_over_seeds():
                                                                                             "video_quality": 0.0}
 
 
+def test_second_claim_reads_a_change_with_no_spread_as_none_or_infinite_and_judges_each_seed():
+    """The visible-resolution readout's changes are often exactly 0 ± 0 (no SE): 0 SE then, and a nonzero change
+    with no spread (every item moved alike) is ±∞ SE, so a uniform loss fails the claim."""
+    from pipelines.readme_blocks import av as av_blocks
+    from visalign.results import ResultRow, ResultTable, Run
+
+    def row(seed: str, visible: float, visible_in_se: float | None) -> ResultRow:
+        changes = {"desync": 0.05, "video_quality": -2e-4, "audio_quality": 0.6, "video_quality_visible": visible}
+        in_se = {"desync": 1.5, "video_quality": -3.9, "audio_quality": 4.0, "video_quality_visible": visible_in_se}
+        return ResultRow(f"seed={seed}/av_grpo", changes, info={"change_in_se": in_se, "change_exact": changes})
+
+    t = ResultTable("x", [Run("python pipelines/av_compare.py")], [row("0", 0.0, None), row("1", -1e-3, None)])
+    lines = av_blocks.second_claim("video_quality_visible", "visible")(t).split(";\n")
+    assert lines[0] == "seed 0: desync +1.5 SE, visible +0.0 SE, audio quality +4.0 SE (holds)"
+    assert lines[1] == "seed 1: desync +1.5 SE, visible −inf SE, audio quality +4.0 SE (fails)"
+    assert av_blocks.av_second_claim(t).startswith("seed 0: desync +1.5 SE, video quality −3.9 SE")
+
+
 def test_large_eval_table_gives_each_change_in_its_paired_se_and_the_seed_mean_in_the_se_over_seeds():
     from visalign.results import ResultRow, ResultTable, Run
 

@@ -104,3 +104,25 @@ def test_video_quality_needs_an_object_that_travels():
         assert (score_av(VideoQuality(min_travel=0), gamed, prompts) > bounce - 0.01).all()
         assert (score_av(VideoQuality(), gamed, prompts) < bounce - 0.25).all()
     assert torch.equal(score_av(VideoQuality(min_travel=0), x, prompts), bounce)  # renders travel 0.6 > 0.3
+
+
+def test_video_quality_tolerance_forgives_residuals_up_to_that_many_pixels():
+    """With ``tolerance_px`` the residual counts only beyond it: renders (≤ 0.01 px) score 0, a track one frame of
+    which is pushed a pixel off scores its residual less exactly the tolerance, and tolerance 0 is the default."""
+    from visalign.toys.moving_shapes import WorldConfig, all_prompts, render_batch
+
+    prompts = all_prompts(audio=True)[::8]
+    x = render_batch(prompts, WorldConfig(), torch.Generator().manual_seed(0), audio=True)
+    assert torch.equal(score_av(VideoQuality(tolerance_px=0.0), x, prompts), score_av(VideoQuality(), x, prompts))
+    assert torch.equal(score_av(VideoQuality(tolerance_px=0.05), x, prompts), torch.zeros(len(prompts)))
+    video = x["video"].clone()
+    video[:, :, 3] = torch.roll(video[:, :, 3], shifts=(1, 1), dims=(-2, -1))  # frame 3 one pixel down and right
+    moved = dict(x, video=video)
+    full = score_av(VideoQuality(), moved, prompts)
+    assert (full < -0.005).all()  # residual above 0.075 px on a 16 px frame (the renders: ≤ 0.01 px)
+    forgiven = score_av(VideoQuality(tolerance_px=0.05), moved, prompts)
+    assert torch.allclose(forgiven, full + 0.05 / 15, atol=1e-6)
+    assert torch.equal(score_av(VideoQuality(tolerance_px=100.0), moved, prompts), torch.zeros(len(prompts)))
+    for bad in (-0.1, float("nan")):
+        with pytest.raises(ValueError, match="tolerance_px is a non-negative number of pixels"):
+            build_reward({"name": "av_video_quality", "tolerance_px": bad})

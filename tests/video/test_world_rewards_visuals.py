@@ -74,6 +74,19 @@ def test_a_fixed_motion_world_draws_each_prompt_one_way_and_jitters_only_the_bur
         WorldConfig(audio_jitter=1.0)
 
 
+def test_a_fixed_offset_world_keeps_the_phase_random_and_the_shape_across_the_middle():
+    """A prompt still takes each of its phases over draws, but nothing else varies: 32 draws give exactly one clip
+    per phase, the fixed-motion world's clip among them; with fixed_motion the option is refused as redundant."""
+    world = WorldConfig(fixed_offset=True)
+    prompt = all_prompts(audio=True)[0]
+    clips = render_batch([prompt] * 32, world, torch.Generator().manual_seed(0))
+    fixed = render_batch([prompt], WorldConfig(fixed_motion=True), torch.Generator().manual_seed(0))[0]
+    assert len({tuple(clip.flatten().tolist()) for clip in clips}) == world.frames // 2
+    assert any(torch.equal(clip, fixed) for clip in clips)
+    with pytest.raises(ConfigError, match="fixed_motion already fixes the offset"):
+        WorldConfig(fixed_motion=True, fixed_offset=True)
+
+
 def test_object_color_prefers_the_prompted_colour(small_world):
     clips = _render(small_world, VIDEO_PROMPTS)
     reward = ObjectColorReward()

@@ -3,7 +3,8 @@ tone burst at every wall contact), as registered rewards on audio-video dicts.
 
 * ``av_video_quality``: minus the RMS residual (fraction of the frame) of the object's track against the best
   triangle-wave motion model (constant speed, reflections at the walls, one round trip per ``period`` frames), minus
-  the shortfall of the fitted travel below ``min_travel`` (a missing or still object fits any motion model).
+  the shortfall of the fitted travel below ``min_travel`` (a missing or still object fits any motion model); with
+  ``tolerance_px``, residuals up to that many pixels count as none.
 * ``av_audio_quality``: onset peak-to-floor ratio (dB, clipped to [0, 60]) of the audio's RMS envelope.
 * ``av_video_alignment`` / ``av_audio_alignment``: the fraction of the prompt's asks that the modality meets: events
   counted equal the prompt's count (``"bouncing twice"``, ``"3 times"``; else ``metadata["events"]``; else the
@@ -169,19 +170,34 @@ class VideoQuality(AVVerifier):
     """−RMS residual of the object's track against the triangle-wave motion model − max(0, ``min_travel`` − fitted
     travel), both as fractions of the frame (0 is a clean bounce across at least ``min_travel`` of the frame). The
     travel term keeps objectless frames from winning: with no object the salience spreads over the frame, the track
-    sits still in the middle and fits any motion model. The world's renders travel 0.6 of the frame."""
+    sits still in the middle and fits any motion model. The world's renders travel 0.6 of the frame.
 
-    def __init__(self, min_travel: float = 0.3, **kwargs) -> None:
+    ``tolerance_px``: the residual counts only beyond this many pixels along the motion (default 0: all of it).
+    A verifier with a resolution reads sub-pixel drifts no viewer sees as no change, so a paired standard error
+    measures visible differences instead of the drift of a near-perfect base (the world's renders: ≤ 0.01 px)."""
+
+    def __init__(self, min_travel: float = 0.3, tolerance_px: float = 0.0, **kwargs) -> None:
         super().__init__(**kwargs)
         if not 0 <= min_travel <= 1:
             raise ValueError(f"av_video_quality: min_travel is a fraction of the frame in [0, 1], got {min_travel}")
-        self.min_travel = min_travel
+        if not (math.isfinite(tolerance_px) and tolerance_px >= 0):
+            raise ValueError(f"av_video_quality: tolerance_px is a non-negative number of pixels, got {tolerance_px}")
+        self.min_travel, self.tolerance_px = min_travel, tolerance_px
 
     def __call__(self, samples: Samples, prompts: Sequence[str], metadata: Metadata) -> torch.Tensor:
         frames, _, _ = av_parts(samples, self.name)
-        _, _, position = main_axis_track(frames)
-        fit = triangle_fit(position, self.period or frames.shape[1])
-        return -fit.residual - (self.min_travel - fit.travel).clamp_min(0)
+        fit, pixels = bounce_fit(frames, self.period)
+        tolerance = self.tolerance_px / pixels
+        return -(fit.residual - tolerance).clamp_min(0) - (self.min_travel - fit.travel).clamp_min(0)
+
+
+def bounce_fit(frames: torch.Tensor, period: int | None = None) -> tuple[BounceFit, torch.Tensor]:
+    """The triangle-wave fit of each clip's main-axis track (fractions of the frame; ``period`` default: the clip
+    length) and ``B`` pixels per frame along that axis (to read its residual in pixels)."""
+    _, axis, position = main_axis_track(frames)
+    h, w = frames.shape[-2:]
+    pixels = torch.tensor([max(w - 1, 1), max(h - 1, 1)], dtype=position.dtype, device=frames.device)[axis]
+    return triangle_fit(position, period or frames.shape[1]), pixels
 
 
 @register_reward("av_audio_quality")

@@ -50,7 +50,9 @@ class WorldConfig:
     duration (``frames / fps`` seconds).
 
     ``fixed_motion``: the prompt fixes the motion (the phase follows from its colour, shape and motion words, the
-    shape crosses the middle), so a model need not pick one of several motions. ``audio_jitter``: every clip's tone
+    shape crosses the middle), so a model need not pick one of several motions. ``fixed_offset``: the shape crosses
+    the middle but the phase stays random, so a prompt allows ``frames // 2`` motions and no continuum of cross-axis
+    positions (a discrete choice to commit to). ``audio_jitter``: every clip's tone
     bursts start up to this many frames (uniform, either way) off the wall contacts, so a model trained on such clips
     starts out of sync, as the AV toy's does."""
 
@@ -60,10 +62,12 @@ class WorldConfig:
     sample_rate: int = 2048
     radius: float = 3.0
     fixed_motion: bool = False
+    fixed_offset: bool = False
     audio_jitter: float = 0.0
 
     def __post_init__(self) -> None:
         check(0.0 <= self.audio_jitter < 1.0, f"audio_jitter is in frames, in [0, 1), got {self.audio_jitter}")
+        check(not (self.fixed_motion and self.fixed_offset), "fixed_motion already fixes the offset: drop fixed_offset")
         check(self.size >= 4 and self.frames >= 2 and self.frames % 2 == 0,
               f"size must be >= 4 and frames an even number >= 2, got size {self.size}, frames {self.frames}")
         check(self.fps > 0 and 0 < self.radius < self.size / 2, f"fps must be > 0 and radius in (0, size/2), got {self.fps}, {self.radius}")
@@ -155,7 +159,7 @@ def render_audio(spec: ClipSpec, world: WorldConfig, phase: int, shift: float = 
 def render_batch(prompts: Sequence[str], world: WorldConfig, generator: torch.Generator,
                  audio: bool = False) -> torch.Tensor | dict:
     """Clips for ``prompts`` with random phase (initial direction kept) and cross-axis offset, or the prompt's own
-    (``world.fixed_motion``), and bursts jittered by ``world.audio_jitter``: video ``B×3×T×S×S``, or with ``audio``
+    (``world.fixed_motion``; the offset alone with ``world.fixed_offset``), and bursts jittered by ``world.audio_jitter``: video ``B×3×T×S×S``, or with ``audio``
     the audio-video dict."""
     videos, tracks = [], []
     half = world.frames // 2
@@ -165,6 +169,8 @@ def render_batch(prompts: Sequence[str], world: WorldConfig, generator: torch.Ge
         offset = float(torch.rand((), generator=generator)) * 0.6 + 0.2
         if world.fixed_motion:
             phase, offset = prompt_phase(spec, world.frames), 0.5
+        elif world.fixed_offset:
+            offset = 0.5
         videos.append(render_video(spec, world, phase, offset))
         if audio:
             shift = 0.0
