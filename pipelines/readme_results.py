@@ -231,6 +231,9 @@ def _av_visible_entry(source: Entry) -> Entry:
                       f"{AV_VISIBLE_PX} px of motion residual on the evaluation set")
 
 
+AV_FIXED_SDE_FIRST = _av_fixed_entry(
+    "sde_first", ("ode_final_steps=3",), ("--budget-curve", "fixed"), ("budget",),
+    "the SDE on the first of the 4 sampling steps only, the budget on the fixed evaluation set")
 AV_FIXED_KL_ALL = _av_fixed_entry(
     "kl_all", ("ode_final_steps=3", "kl_steps=all"), ("--budget-curve", "fixed"), ("budget", "spearman", "claim"),
     "the SDE on the first sampling step and the KL on every step, the budget on the fixed evaluation set",
@@ -703,8 +706,7 @@ ENTRIES: tuple[Entry, ...] = (
     _av_seeds_entry("av_compare_tiny_av_synced", AV_SYNCED, "the synced tiny AV base"),
     _av_seeds_entry("av_compare_tiny_av_fixed", AV_FIXED, "the fixed-motion tiny AV base"),
     _av_fixed_entry("ode_final", ("ode_final_steps=1",), (), (), "the last sampling step an ODE step"),
-    _av_fixed_entry("sde_first", ("ode_final_steps=3",), ("--budget-curve", "fixed"), ("budget",),
-                    "the SDE on the first of the 4 sampling steps only, the budget on the fixed evaluation set"),
+    AV_FIXED_SDE_FIRST,
     AV_FIXED_KL_ALL,
     AV_FIXED_VIDEO_NOISE,
     _av_fixed_entry("audio_only", ("ode_final_steps=3", "kl_steps=all"),
@@ -712,7 +714,7 @@ ENTRIES: tuple[Entry, ...] = (
                     "as kl_all with the audio tower trained alone (no video blocks)", seeds=("0", "1", "2", "3", "4"),
                     methods=("av_grpo",)),
     AV_FIXED_KEEP_OPTIMIZER,
-    *(_av_visible_entry(e) for e in (AV_FIXED_KL_ALL, AV_FIXED_VIDEO_NOISE)),
+    *(_av_visible_entry(e) for e in (AV_FIXED_SDE_FIRST, AV_FIXED_KL_ALL, AV_FIXED_VIDEO_NOISE)),
     Entry("av_leak", (*((label, (*_av_compare_120(AV_FIXED), "--methods", "av_grpo", "--set", "ode_final_steps=3",
                                  "kl_steps=all", *options)) for label, options in AV_LEAK_RUNS.items()),
                       ("leak", (PY, "pipelines/av_leak.py", "--base", AV_FIXED, "--results", "{results}", "--trained",
