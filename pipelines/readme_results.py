@@ -113,13 +113,14 @@ def accum8_method_runs(runs: tuple[tuple[str, str], ...], score_bins: tuple[str,
 
 
 def ema_bins_run(method: str, score_bins: tuple[str, ...] = ("1", "2"), eval_n: int = 2048,
-                 seed: int | None = None, train_bin: str = "1", flow: str = EMA_FLOW) -> tuple:
+                 seed: int | None = None, train_bin: str = "1", flow: str = EMA_FLOW, save_every: int = 0) -> tuple:
     """A flow method at the 8-group budget trained on ``train_bin`` from ``flow`` (default ``assets/vvr2_ema``'s;
     training ``seed``, default the config's), scored on ``eval_n`` unseen tasks x 2 draws of each of ``score_bins``
-    (row label: the method)."""
+    (row label: the method); ``save_every`` checkpoints it, so ``reproduce.py --resume`` continues a stopped run."""
     seeded = () if seed is None else (f"trainer.seed={seed}",)
+    saving = ("--save-every", str(save_every)) if save_every else ()
     return ((method, (*bin_compare(train_bin), "--methods", method, "--flow-checkpoint", flow, "--samples-per-step",
-                      "512", "--score-bins", *score_bins, "--eval-n", str(eval_n), "--out", "{out}",
+                      "512", "--score-bins", *score_bins, "--eval-n", str(eval_n), *saving, "--out", "{out}",
                       "trainer.grad_accum=8", *seeded)),)
 
 
@@ -592,6 +593,12 @@ ENTRIES: tuple[Entry, ...] = (
           blocks={"vvr2_ema_flow_grpo_accum8_bin2_trained": methods_per_bin},
           note="vvr2_ema_flow_grpo_accum8_bin2_seed1 trained on bin-2 tasks instead of bin 1, scored on the same 8,192 "
                "unseen bin-2 tasks x 2 draws: how much of bin 2 the base lets RL reach when it trains there"),
+    Entry("vvr2_ema2_flow_grpo_accum8_bin2_seed1",
+          ema_bins_run("flow_grpo", ("2",), eval_n=8192, seed=1, flow=EMA2_FLOW, save_every=5), fast=False,
+          blocks={"vvr2_ema2_flow_grpo_accum8_bin2_seed1": methods_per_bin}, first_run_pending=True,
+          note="vvr2_ema_flow_grpo_accum8_bin2_seed1 from the flow trained 151 minutes further (assets/vvr2_ema2): "
+               "trained on bin-1 tasks, scored on 8,192 unseen bin-2 tasks x 2 draws (easy to hard); checkpointed "
+               "every 5 steps, so a stopped run continues with --resume"),
     Entry("vvr2_long_flow_accum8_easy_to_hard_large_eval",
           accum8_method_runs((("flow_grpo", "0"), ("diffusion_nft", "0"), ("diffusion_nft", "1")), score_bins=("2",)),
           fast=False, blocks={"vvr2_long_flow_accum8_easy_to_hard_large_eval": methods_seeds_large_eval},

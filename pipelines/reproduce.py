@@ -5,6 +5,7 @@
     python pipelines/reproduce.py --only toy_tilt     # one entry (repeatable)
     python pipelines/reproduce.py --only NAME --jobs 2    # its independent runs two at a time
     python pipelines/reproduce.py --fast --write      # ... and store the fresh result files, pictures and README blocks
+    python pipelines/reproduce.py --only NAME --runs DIR --resume   # continue runs a stop interrupted (see --resume)
     python pipelines/reproduce.py --list              # entries, their commands and stored state; runs nothing
     python pipelines/reproduce.py --check-readme      # README blocks == rendering of the stored files; runs nothing
     python pipelines/reproduce.py --render            # rewrite the README blocks from the stored files; runs nothing
@@ -61,14 +62,14 @@ def run_waves(e: Entry) -> list[list[int]]:
     return waves
 
 
-def run_entry(e: Entry, runs_dir: Path, log=print, jobs: int = 1) -> ResultTable:
-    """Run every command of ``e`` in a fresh folder under ``runs_dir``, up to ``jobs`` at a time where they do not
-    depend on each other, and return the merged fresh result, with the run folder written as ``{out}`` in its
-    recorded arguments."""
+def run_entry(e: Entry, runs_dir: Path, log=print, jobs: int = 1, resume: bool = False) -> ResultTable:
+    """Run every command of ``e`` in a fresh folder under ``runs_dir`` (``resume``: in the folder an interrupted run
+    left, so commands that checkpoint continue), up to ``jobs`` at a time where they do not depend on each other, and
+    return the merged fresh result, with the run folder written as ``{out}`` in its recorded arguments."""
     folder = runs_dir / e.name
-    if folder.exists():
+    if folder.exists() and not resume:
         shutil.rmtree(folder)
-    folder.mkdir(parents=True)
+    folder.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     paths = [(folder / (f"run_{i}" if len(e.runs) > 1 else "out"), folder / f"result_{i}.json") for i in range(len(e.runs))]
 
@@ -174,6 +175,8 @@ def main(argv: list[str] | None = None) -> int:
     which.add_argument("--render", action="store_true", help="rewrite the README blocks from the stored files")
     p.add_argument("--write", action="store_true", help="store fresh results, pictures and README blocks")
     p.add_argument("--runs", default=None, help="run folders go here (default: a temporary folder, removed after)")
+    p.add_argument("--resume", action="store_true", help="keep the run folders an interrupted run left in --runs, so "
+                   "commands that checkpoint (vvr_compare.py --save-every) continue from their last checkpoint")
     p.add_argument("--jobs", type=int, default=1, help="an entry's independent runs side by side, this many at a time "
                    "(wall times depend on it, results do not: each run is its own process)")
     args = p.parse_args(argv)
@@ -181,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--jobs must be at least 1, got {args.jobs}")
     if args.write and (args.list or args.check_readme or args.render):
         p.error("--write goes with --fast, --all or --only (it stores the results of fresh runs)")
+    if args.resume and not args.runs:
+        p.error("--resume continues the runs left in a --runs folder; name it")
 
     if args.list:
         for e in ENTRIES:
@@ -208,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         for e in selected(args):
             start = time.perf_counter()
             try:
-                fresh = run_entry(e, runs_dir, jobs=args.jobs)
+                fresh = run_entry(e, runs_dir, jobs=args.jobs, resume=args.resume)
             except RuntimeError as err:
                 print(f"{e.name}: failed\n  {err}", flush=True)
                 failed = True

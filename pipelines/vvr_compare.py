@@ -38,6 +38,10 @@ configs' one-step / flow generator (e.g. a v2-pretrained base); the reference is
 
 Reward backprop (ReFL / DRaFT) is left out: the VVR reward is a non-differentiable parser.
 
+``--save-every N`` writes a resumable checkpoint of each method's run every N steps, and a rerun with the same
+arguments continues each method from its last checkpoint: the result equals an uninterrupted run's (the trainer's
+exact resume; sample counts and seconds per step continue too). Runs of hours can so be stopped and picked up again.
+
     python pipelines/vvr_compare.py                        # v1 held-out mode, ~10 min on 2 CPU cores
     python pipelines/vvr_compare.py --mode heldout --checkpoint assets/tiny_one_step_vvr2 --steps 300 --out runs/vvr2_heldout
     python pipelines/vvr_compare.py --fit-tasks 16 --eval-draws 32 --steps 300 --out runs/vvr_fit
@@ -63,7 +67,7 @@ from visalign.rewards.vvr import vvr_scores
 from visalign.vvr.source import task_batch
 from visalign.vvr.splits import bench_tasks_per_bin
 from visalign.run import build_trainer, load_run_config
-from visalign.trainer import SampleCounter
+from visalign.trainer import SampleCounter, TrainerCallback
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -174,6 +178,45 @@ def learnable_tasks(out: Path, n: int, pool: int = 384) -> Path:
     return path
 
 
+class TrainingClock(TrainerCallback):
+    """Training seconds across resumes: every checkpoint records the seconds trained up to its step in ``path``
+    (step -> seconds), and a resumed run starts from the seconds recorded at its step, or the last one before it
+    (no file: this run only)."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path
+        self.before, self.start = 0.0, time.perf_counter()
+
+    def on_train_begin(self, trainer) -> None:
+        self.start = time.perf_counter()
+        if self.path is None:
+            return
+        recorded = json.loads(self.path.read_text()) if trainer.step and self.path.is_file() else {}
+        recorded = {k: v for k, v in recorded.items() if int(k) <= trainer.step}
+        self.before = float(recorded[max(recorded, key=int)]) if recorded else 0.0  # a kill may fall between the two saves
+        self.path.write_text(json.dumps(recorded) + "\n")
+
+    def seconds(self) -> float:
+        return self.before + time.perf_counter() - self.start
+
+    def on_save(self, trainer, path) -> None:
+        if self.path is None:
+            return
+        recorded = json.loads(self.path.read_text())
+        recorded[str(trainer.step)] = self.seconds()
+        self.path.write_text(json.dumps(recorded) + "\n")
+
+
+def resumable(folder: Path, argv: list[str]) -> bool:
+    """Whether ``folder`` holds a checkpoint of a run started with these same arguments (then it is continued);
+    records the arguments for the next rerun."""
+    settings = folder / "compare_args.json"
+    same = (folder / "checkpoints" / "latest").is_file() and settings.is_file() and json.loads(settings.read_text()) == argv
+    folder.mkdir(parents=True, exist_ok=True)
+    settings.write_text(json.dumps(argv) + "\n")
+    return same
+
+
 def config_path(mode: str, method: str) -> Path:
     """v1 runs the v1 configs (v1 generators and task files, ``configs/v1/``); the v2 modes the current ones."""
     return ROOT / "configs" / ("v1" if mode == "v1" else "") / f"vvr_{method}.yaml"
@@ -216,11 +259,16 @@ def main(argv: list[str] | None = None) -> int:
                    help="train and evaluate on this many training tasks the checkpoint solves sometimes (0: held-out mode)")
     p.add_argument("--fit-pool", type=int, default=384, help="training tasks searched for --fit-tasks")
     p.add_argument("--out", default="runs/vvr_compare")
+    p.add_argument("--save-every", type=int, default=0,
+                   help="checkpoint each method's run every N steps; a rerun with the same arguments continues from there")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--results", default=None, help="also write the result file (visalign.results format) here")
     p.add_argument("overrides", nargs="*", help="extra key=value overrides applied to every method's config")
     args = p.parse_args(argv)
     start = time.perf_counter()
+    given = sys.argv[1:] if argv is None else list(argv)
+    if args.save_every < 0:
+        p.error(f"--save-every must be >= 0, got {args.save_every}")
     if args.mode != "v1" and args.fit_tasks:
         p.error("--fit-tasks belongs to --mode v1")
     if args.train_bins is not None:
@@ -254,9 +302,11 @@ def main(argv: list[str] | None = None) -> int:
     phi = build_features("conv").eval()
     rows = []
     for method in methods:
+        saving = [f"trainer.save_every={args.save_every}"] if args.save_every else []
+        resume = ["trainer.resume_from=latest"] if args.save_every and resumable(out / method, given) else []
         cfg = load_run_config(config_path(args.mode, method), [
             f"trainer.steps={args.steps}", "trainer.eval_batch_size=4", f"trainer.output_dir={out / method}",
-            "trainer.progress=true", "trainer.overwrite=true", *args.overrides])
+            "trainer.progress=true", "trainer.overwrite=true", *args.overrides, *saving, *resume])
         cfg.trainer.prompts_per_step = prompts_per_step(cfg.algorithm, args.samples_per_step, cfg.trainer.grad_accum)
         chosen = args.flow_checkpoint if method in FLOW_METHODS else args.checkpoint
         cfg.generator["checkpoint"] = str(Path(chosen).resolve() if chosen else ROOT / cfg.generator["checkpoint"])
@@ -267,15 +317,16 @@ def main(argv: list[str] | None = None) -> int:
                 cfg.prompts[key] = str(ROOT / cfg.prompts[key])
         if fit_path:
             cfg.prompts["path"] = cfg.prompts["eval_path"] = str(fit_path)
-        counter = SampleCounter()
-        trainer = build_trainer(cfg, callbacks=[counter])
+        counter, clock = SampleCounter(), TrainingClock(out / method / "clock.json" if args.save_every else None)
+        trainer = build_trainer(cfg, callbacks=[counter, clock])
+        if resume:
+            print(f"== {method}: continuing from step {trainer.step} ({out / method})")
         reference = load_generator(cfg.generator["checkpoint"]).eval()
         x_ref = outputs(reference, eval_prompts)
         before = scores(x_ref, eval_prompts, eval_meta)
         print(f"== {method}: {args.steps} steps x {cfg.trainer.prompts_per_step} prompts")
-        train_start = time.perf_counter()
         trainer.train()
-        seconds = time.perf_counter() - train_start
+        seconds = clock.seconds()
         x = outputs(trainer.policy, eval_prompts)
         after = scores(x, eval_prompts, eval_meta)
         with torch.no_grad():

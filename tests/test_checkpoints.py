@@ -11,7 +11,7 @@ from visalign.core import FunctionReward, Unconditional, load_generator
 from visalign.core.config import ConfigError
 from visalign.core.errors import CheckpointError
 from visalign.generators import ToyFlowGenerator, ToyOneStepGenerator
-from visalign.trainer import Trainer, TrainerCallback, TrainerConfig
+from visalign.trainer import SampleCounter, Trainer, TrainerCallback, TrainerConfig
 from visalign.trainer import state as ckpt
 from visalign.trainer.lock import LOCK_FILE, FolderLockedError
 
@@ -35,12 +35,13 @@ def x0_reward(name="x0"):
     return FunctionReward(lambda s, p, m: s[:, 0], name=name)
 
 
-def make_trainer(out, steps, policy=None, algorithm=None, reward=None, **overrides):
+def make_trainer(out, steps, policy=None, algorithm=None, reward=None, callbacks=(), **overrides):
     torch.manual_seed(0)
     settings = dict(steps=steps, prompts_per_step=8, eval_batch_size=8, output_dir=str(out), log_with=[], progress=False,
                     ema_decay=0.9)
     cfg = TrainerConfig(**{**settings, **overrides})
-    return Trainer(policy or ToyOneStepGenerator(), algorithm or ShiftTowardReward(), reward or x0_reward(), Unconditional(), cfg)
+    return Trainer(policy or ToyOneStepGenerator(), algorithm or ShiftTowardReward(), reward or x0_reward(), Unconditional(), cfg,
+                   callbacks=callbacks)
 
 
 def train_records(out):
@@ -104,6 +105,26 @@ def interrupted_saves_resume_exactly(tmp_path, monkeypatch, cuts):
         for a, b in zip(full.ema.shadow_params, resumed.ema.shadow_params):
             assert torch.equal(a, b), f"cut after write {cut}"
         assert train_records(out) == train_records(tmp_path / "full"), f"cut after write {cut}"
+
+
+def test_sample_counts_continue_across_a_resume(tmp_path):
+    """A run resumed from its step-2 checkpoint ends with the sample totals of the uninterrupted run."""
+    full = SampleCounter()
+    make_trainer(tmp_path, steps=3, save_every=1, callbacks=[full]).train()
+    assert full.counts["policy"] > 0 and full.counts["scored"] > 0
+    resumed = SampleCounter()
+    make_trainer(tmp_path, steps=3, resume_from=str(checkpoint(tmp_path, 2)), callbacks=[resumed]).train()
+    assert resumed.counts == full.counts
+
+
+def test_sample_counts_refuse_a_resume_without_a_count_at_its_step(tmp_path):
+    make_trainer(tmp_path / "logged", steps=4, save_every=1, log_every=2, callbacks=[SampleCounter()]).train()
+    with pytest.raises(ValueError, match="resumed step 3: the last count is at step 2"):
+        make_trainer(tmp_path / "logged", steps=4, resume_from=str(checkpoint(tmp_path / "logged", 3)), log_every=2,
+                     callbacks=[SampleCounter()]).train()
+    make_trainer(tmp_path / "uncounted", steps=1, save_every=1).train()
+    with pytest.raises(ValueError, match="resumed step 1: it holds no sample counts"):
+        make_trainer(tmp_path / "uncounted", steps=2, resume_from="latest", callbacks=[SampleCounter()]).train()
 
 
 def test_latest_is_written_after_the_rng_files_and_a_missing_rng_file_is_an_error(tmp_path):

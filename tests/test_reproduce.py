@@ -390,3 +390,27 @@ def test_independent_runs_go_side_by_side_and_a_run_reading_the_folder_waits(tmp
     assert [r.values["x"] for r in together.rows] == [1.0, 2.0]
     with pytest.raises(RuntimeError, match="b never ran alongside a"):
         reproduce.run_entry(meeting(tmp_path / "place1"), tmp_path / "meet1", log=lambda _: None, jobs=1)
+
+
+def test_resume_keeps_the_runs_an_interrupted_entry_left(tmp_path, monkeypatch):
+    """``--resume`` runs the entry in the folder a stopped run left (a checkpointing command continues there); without
+    it the folder starts empty."""
+    script = tmp_path / "count.py"
+    script.write_text("""import sys
+from pathlib import Path
+from visalign.results import ResultRow, write_results
+args = sys.argv[1:]
+marks = Path(args[args.index("--out") + 1]) / "marks.txt"
+marks.parent.mkdir(parents=True, exist_ok=True)
+with marks.open("a") as f:
+    f.write("x")
+write_results(args[args.index("--results") + 1], "count", "python count.py", args,
+              [ResultRow("r", {"runs": float(len(marks.read_text()))})])
+""")
+    e = registry.Entry("count", ((None, ("python", str(script), "--out", "{out}", "--results", "{results}")),), fast=True)
+    runs = tmp_path / "runs"
+    assert reproduce.run_entry(e, runs, log=lambda _: None).row("r").values["runs"] == 1.0
+    assert reproduce.run_entry(e, runs, log=lambda _: None, resume=True).row("r").values["runs"] == 2.0
+    assert reproduce.run_entry(e, runs, log=lambda _: None).row("r").values["runs"] == 1.0
+    with pytest.raises(SystemExit):
+        reproduce.main(["--only", "count", "--resume"])

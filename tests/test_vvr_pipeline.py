@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -127,6 +128,44 @@ def test_compare_pipeline_counts_one_budget_for_every_method(tmp_path: Path) -> 
     assert rows["rwtd"]["prompts_per_step"] == 1 and rows["rwr"]["prompts_per_step"] == 4
     assert rows["rwtd"]["samples_policy"] == rows["rwtd"]["samples_reference"] == 32
     assert "| rwtd |" in (tmp_path / "table.md").read_text()
+
+
+def test_compare_pipeline_continues_an_interrupted_run_exactly(tmp_path: Path, capsys) -> None:
+    """``--save-every``: a rerun continues a method from its last checkpoint and ends with the uninterrupted run's
+    table (sample counts, accuracies and distances)."""
+    compare = load_pipeline_script("vvr_compare").main
+
+    def run(out: Path) -> list[dict]:
+        assert compare(["--steps", "3", "--save-every", "1", "--methods", "rwr", "--samples-per-step", "16", "--eval-n",
+                        "2", "--eval-draws", "1", "--out", str(out), "trainer.progress=false"]) == 0
+        return [{k: v for k, v in r.items() if k != "sec_per_step"} for r in json.loads((out / "table.json").read_text())]
+
+    uninterrupted = run(tmp_path / "full")
+    assert uninterrupted[0]["samples_total"] == 3 * 16 and uninterrupted[0]["pixel_rmse_to_ref"] > 0
+    shutil.copytree(tmp_path / "full", tmp_path / "cut")
+    settings = tmp_path / "cut" / "rwr" / "compare_args.json"  # the arguments as the run into "cut" would give them
+    settings.write_text(settings.read_text().replace(str(tmp_path / "full"), str(tmp_path / "cut")))
+    checkpoints = tmp_path / "cut" / "rwr" / "checkpoints"  # as if killed after step 2's checkpoint
+    shutil.rmtree(checkpoints / "step_000003")
+    (checkpoints / "latest").write_text("step_000002")
+    for leftover in ("table.json", "rwr/final", "rwr/summary.json"):
+        path = tmp_path / "cut" / leftover
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+    capsys.readouterr()
+    assert run(tmp_path / "cut") == uninterrupted
+    assert "== rwr: continuing from step 2" in capsys.readouterr().out
+    clock = json.loads((tmp_path / "cut" / "rwr" / "clock.json").read_text())  # training seconds carry on from step 2
+    assert sorted(clock, key=int) == ["1", "2", "3"] and clock["3"] > clock["2"] > clock["1"] > 0
+
+
+def test_compare_pipeline_continues_only_a_run_of_the_same_arguments(tmp_path: Path) -> None:
+    resumable = load_pipeline_script("vvr_compare").resumable
+    assert not resumable(tmp_path, ["--steps", "3"])  # no checkpoint yet
+    (tmp_path / "checkpoints").mkdir()
+    (tmp_path / "checkpoints" / "latest").write_text("step_000002")
+    assert resumable(tmp_path, ["--steps", "3"])
+    assert not resumable(tmp_path, ["--steps", "4"])
+    assert not resumable(tmp_path, ["--steps", "3"])  # the folder now records the last arguments given
 
 
 def test_compare_pipeline_budget_counts_accumulated_rollouts(tmp_path: Path) -> None:
