@@ -595,7 +595,7 @@ ENTRIES: tuple[Entry, ...] = (
                "unseen bin-2 tasks x 2 draws: how much of bin 2 the base lets RL reach when it trains there"),
     Entry("vvr2_ema2_flow_grpo_accum8_bin2_seed1",
           ema_bins_run("flow_grpo", ("2",), eval_n=8192, seed=1, flow=EMA2_FLOW, save_every=5), fast=False,
-          blocks={"vvr2_ema2_flow_grpo_accum8_bin2_seed1": methods_per_bin}, first_run_pending=True,
+          blocks={"vvr2_ema2_flow_grpo_accum8_bin2_seed1": methods_per_bin},
           note="vvr2_ema_flow_grpo_accum8_bin2_seed1 from the flow trained 151 minutes further (assets/vvr2_ema2): "
                "trained on bin-1 tasks, scored on 8,192 unseen bin-2 tasks x 2 draws (easy to hard); checkpointed "
                "every 5 steps, so a stopped run continues with --resume"),
