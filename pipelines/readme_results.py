@@ -599,6 +599,12 @@ ENTRIES: tuple[Entry, ...] = (
           note="vvr2_ema_flow_grpo_accum8_bin2_seed1 from the flow trained 151 minutes further (assets/vvr2_ema2): "
                "trained on bin-1 tasks, scored on 8,192 unseen bin-2 tasks x 2 draws (easy to hard); checkpointed "
                "every 5 steps, so a stopped run continues with --resume"),
+    *(Entry(f"vvr2_ema2_flow_grpo_accum8_bin2_seed{seed}",
+            ema_bins_run("flow_grpo", ("2",), eval_n=8192, seed=seed, flow=EMA2_FLOW, save_every=5), fast=False,
+            blocks={f"vvr2_ema2_flow_grpo_accum8_bin2_seed{seed}": methods_per_bin}, first_run_pending=True,
+            note=f"training seed {seed} of vvr2_ema2_flow_grpo_accum8_bin2_seed1 (trained on bin-1 tasks from "
+                 "assets/vvr2_ema2's flow, scored on 8,192 unseen bin-2 tasks x 2 draws)")
+      for seed in (0, 2)),
     Entry("vvr2_long_flow_accum8_easy_to_hard_large_eval",
           accum8_method_runs((("flow_grpo", "0"), ("diffusion_nft", "0"), ("diffusion_nft", "1")), score_bins=("2",)),
           fast=False, blocks={"vvr2_long_flow_accum8_easy_to_hard_large_eval": methods_seeds_large_eval},
