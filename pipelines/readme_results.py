@@ -17,7 +17,7 @@ from pipelines.readme_blocks.toys import toy_baselines, toy_lambda, toy_methods
 from pipelines.readme_blocks.demo import config_runs, demo
 from pipelines.readme_blocks.vvr import (
     LAMBDAS, LARGE_EVAL_SEEDS, methods_large_eval, methods_per_bin, methods_seeds_large_eval, pretrain_v2_table, rwtd_accum_lr,
-    rwtd_budget, rwtd_lambda_large_eval, rwtd_large_eval, rwtd_large_eval_more_seeds, rwtd_published, ssl_probe,
+    rwtd_budget, rwtd_lambda_large_eval, large_eval_by_seed, rwtd_large_eval_more_seeds, rwtd_published, ssl_probe,
     vvr2_lambda, vvr2_methods, vvr_accuracy, vvr_bases_table, VVR_FROM_BASES, vvr_from_level, VVR_FROM_LEVELS,
     vvr_lambda, vvr_methods, vvr_pretrain, vvr_pretrain_v2, vvr_throughput, VVR_X0_ARMS, vvr_x0_pilot)
 from pipelines.readme_blocks.poem import (
@@ -50,6 +50,9 @@ class Entry:
     # no run has written its result file yet (a long command): its README blocks still hold hand-written numbers,
     # which --check-readme reports without failing; the first `reproduce.py --only NAME --write` renders them
     first_run_pending: bool = False
+    # entries whose runs are this entry's runs, in order (one run each, e.g. training seeds run and checkpointed
+    # apart): `reproduce.py --gather NAME` stores their stored results merged under this entry's labels, rerunning none
+    gathers: tuple[str, ...] = ()
 
     @property
     def path(self) -> Path:
@@ -519,7 +522,7 @@ ENTRIES: tuple[Entry, ...] = (
                "longer-trained v2 one-step base, at two learning rates, scored on 512 unseen bin-1 tasks x 2 draws"),
     Entry("vvr2_rwtd_accum8_large_eval",
           (*large_eval_runs("long", LONG_BASES, LARGE_EVAL_SEEDS), *large_eval_runs("longer", LONGER_BASES, LARGE_EVAL_SEEDS)),
-          fast=False, blocks={"vvr2_rwtd_accum8_large_eval": rwtd_large_eval},
+          fast=False, blocks={"vvr2_rwtd_accum8_large_eval": large_eval_by_seed},
           note="RWTD 60 steps of 8 prompt groups each on bin-1 tasks from the two longer-trained v2 one-step bases, three "
                "training seeds each, scored on 8,192 unseen bin-1 tasks x 2 draws"),
     Entry("vvr2_long_rwtd_accum8_large_eval_seeds",
@@ -528,7 +531,7 @@ ENTRIES: tuple[Entry, ...] = (
           note="training seeds 3 and 4 of vvr2_rwtd_accum8_large_eval's runs on the longer-trained v2 one-step base"),
     Entry("vvr2_longer_rwtd_lr_large_eval",
           large_eval_runs("longer", LONGER_BASES, ("0", "1"), "trainer.learning_rate=5e-5"),
-          fast=False, blocks={"vvr2_longer_rwtd_lr_large_eval": rwtd_large_eval},
+          fast=False, blocks={"vvr2_longer_rwtd_lr_large_eval": large_eval_by_seed},
           note="vvr2_rwtd_accum8_large_eval's runs on the v2 one-step base trained 60 minutes further at half the "
                "learning rate (5e-5), training seeds 0 and 1"),
     Entry("vvr2_long_rwtd_lambda_large_eval",
@@ -540,7 +543,7 @@ ENTRIES: tuple[Entry, ...] = (
                "(training seed 0), scored on 8,192 unseen bin-1 tasks x 2 draws"),
     Entry("vvr2_long_rwtd_accum8_easy_to_hard_large_eval",
           large_eval_runs("long", LONG_BASES, ("0", "1", "2", "3", "4"), score_bins=("2",)),
-          fast=False, blocks={"vvr2_long_rwtd_accum8_easy_to_hard_large_eval": rwtd_large_eval},
+          fast=False, blocks={"vvr2_long_rwtd_accum8_easy_to_hard_large_eval": large_eval_by_seed},
           note="the runs of vvr2_rwtd_accum8_large_eval and vvr2_long_rwtd_accum8_large_eval_seeds on the "
                "longer-trained v2 one-step base (trained on bin 1, training seeds 0-4), scored instead on 8,192 "
                "unseen bin-2 tasks x 2 draws (easy to hard within the easy pool)"),
@@ -605,6 +608,14 @@ ENTRIES: tuple[Entry, ...] = (
             note=f"training seed {seed} of vvr2_ema2_flow_grpo_accum8_bin2_seed1 (trained on bin-1 tasks from "
                  "assets/vvr2_ema2's flow, scored on 8,192 unseen bin-2 tasks x 2 draws)")
       for seed in (0, 2)),
+    Entry("vvr2_ema2_flow_grpo_accum8_bin2_seeds",
+          tuple((f"ema2-seed={seed}", ema_bins_run("flow_grpo", ("2",), eval_n=8192, seed=seed, flow=EMA2_FLOW,
+                                                   save_every=5)[0][1]) for seed in (0, 1, 2)),
+          fast=False, blocks={"vvr2_ema2_flow_grpo_accum8_bin2_seeds": large_eval_by_seed}, first_run_pending=True,
+          gathers=tuple(f"vvr2_ema2_flow_grpo_accum8_bin2_seed{seed}" for seed in (0, 1, 2)),
+          note="vvr2_ema2_flow_grpo_accum8_bin2_seed0, _seed1 and _seed2 side by side: Flow-GRPO trained on bin-1 tasks "
+               "from assets/vvr2_ema2's flow, scored on 8,192 unseen bin-2 tasks x 2 draws, with the mean over the "
+               "training seeds"),
     Entry("vvr2_long_flow_accum8_easy_to_hard_large_eval",
           accum8_method_runs((("flow_grpo", "0"), ("diffusion_nft", "0"), ("diffusion_nft", "1")), score_bins=("2",)),
           fast=False, blocks={"vvr2_long_flow_accum8_easy_to_hard_large_eval": methods_seeds_large_eval},

@@ -9,18 +9,22 @@
     python pipelines/reproduce.py --list              # entries, their commands and stored state; runs nothing
     python pipelines/reproduce.py --check-readme      # README blocks == rendering of the stored files; runs nothing
     python pipelines/reproduce.py --render            # rewrite the README blocks from the stored files; runs nothing
+    python pipelines/reproduce.py --gather NAME       # store NAME's result from the stored results of its parts
 
 Each entry's command writes a result file (``visalign.results``); it is compared with ``assets/results/<name>.json``
 within the tolerance stored there (exact for deterministic runs on the platform that wrote it, standard errors or
 ratios for noisy ones; wall times are never compared). Per entry it prints ``unchanged``, the rows that moved, or
 ``not yet regenerated`` for a stored file reconstructed by hand that no run has written. An entry marked
 ``first_run_pending`` (a long command no run has written a file for yet) has no stored file: ``--list`` and
-``--check-readme`` say so, its README blocks keep their hand-written text, and its first ``--write`` renders them. Exit status 1 when a table
+``--check-readme`` say so, its README blocks keep their hand-written text, and its first ``--write`` renders them.
+An entry that ``gathers`` others (runs made and checkpointed apart, e.g. one per training seed) is stored by
+``--gather NAME`` from their stored results, exactly what rerunning all its runs with ``--only NAME`` gives. Exit status 1 when a table
 moved, its arguments differ or the README disagrees with the stored files.
 """
 from __future__ import annotations
 
 import argparse
+import copy
 import os
 import shutil
 import subprocess
@@ -111,6 +115,27 @@ def merge(e: Entry, tables: list[ResultTable]) -> ResultTable:
                        note=e.note, runtime_s=round(runtime, 1))
 
 
+def gather(e: Entry, stored: dict[str, ResultTable]) -> ResultTable:
+    """``e``'s result merged from the stored results of the entries it gathers, whose runs (one each) must be ``e``'s
+    runs in order and whose results come from one platform: the same table a rerun of ``e`` gives, with no run repeated."""
+    by_name = {x.name: x for x in ENTRIES}
+    unknown = [n for n in e.gathers if n not in by_name]
+    if not e.gathers or unknown:
+        raise ValueError(f"{e.name}: gathers no entries" if not e.gathers else f"{e.name}: unknown entries {unknown}")
+    parts = [by_name[n] for n in e.gathers]
+    if [template for p in parts for _, template in p.runs] != [template for _, template in e.runs] or any(len(p.runs) != 1 for p in parts):
+        raise ValueError(f"{e.name}: its runs are not the runs of {list(e.gathers)} (one each, in order)")
+    missing = [n for n in e.gathers if n not in stored]
+    if missing:
+        raise FileNotFoundError(f"{e.name}: no stored result for {missing} (run reproduce.py --only NAME --write first)")
+    tables = [copy.deepcopy(stored[n]) for n in e.gathers]
+    if any(t.platform != tables[0].platform for t in tables):
+        raise ValueError(f"{e.name}: the results of {list(e.gathers)} come from different platforms")
+    for t, (label, _) in zip(tables, e.runs):
+        t.runs[0].label = label
+    return merge(e, tables)
+
+
 def rendered_blocks(tables: dict[str, ResultTable]) -> dict[str, str]:
     """README block name -> text, for the entries whose tables are given."""
     return {block: render(tables[e.name]) for e in ENTRIES if e.name in tables for block, render in e.blocks.items()}
@@ -173,6 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     which.add_argument("--list", action="store_true", help="list entries and the state of their stored files")
     which.add_argument("--check-readme", action="store_true", help="compare the README blocks with the stored files")
     which.add_argument("--render", action="store_true", help="rewrite the README blocks from the stored files")
+    which.add_argument("--gather", metavar="NAME", help="store entry NAME's result merged from the stored results of "
+                       "the entries it gathers (their runs, run apart) and render its README blocks; runs nothing")
     p.add_argument("--write", action="store_true", help="store fresh results, pictures and README blocks")
     p.add_argument("--runs", default=None, help="run folders go here (default: a temporary folder, removed after)")
     p.add_argument("--resume", action="store_true", help="keep the run folders an interrupted run left in --runs, so "
@@ -182,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.jobs < 1:
         p.error(f"--jobs must be at least 1, got {args.jobs}")
-    if args.write and (args.list or args.check_readme or args.render):
+    if args.write and (args.list or args.check_readme or args.render or args.gather):
         p.error("--write goes with --fast, --all or --only (it stores the results of fresh runs)")
     if args.resume and not args.runs:
         p.error("--resume continues the runs left in a --runs folder; name it")
@@ -193,6 +220,8 @@ def main(argv: list[str] | None = None) -> int:
             state = ("no stored file" + (" (first run pending)" if e.first_run_pending else "") if t is None else "not yet regenerated" if not t.regenerated
                      else f"written at {t.commit[:10]}{'+dirty' if t.dirty else ''}, {t.runtime_s} s")
             print(f"{e.name:26s} {'fast' if e.fast else 'all ':4s}  {state}")
+            if e.gathers:
+                print(f"{'':32s}gathered from {', '.join(e.gathers)} (--gather {e.name})")
             for _, template in e.runs:
                 print(f"{'':32s}{' '.join(template)}")
         return 0
@@ -202,10 +231,17 @@ def main(argv: list[str] | None = None) -> int:
             README.write_text(replace_blocks(README.read_text(), rendered_blocks(tables)))
         problems = readme_mismatches(README.read_text(), tables)
         for name in sorted(set(pending_blocks(tables).values())):
+            how = f"--gather {name}" if entry(name).gathers else f"--only {name} --write"
             print(f"{name}: first run pending, its README blocks are hand-written "
-                  f"(pipelines/reproduce.py --only {name} --write renders them)")
+                  f"(pipelines/reproduce.py {how} renders them)")
         print("\n".join(problems) if problems else "README blocks match the stored result files")
         return 1 if problems else 0
+
+    if args.gather:
+        e = entry(args.gather)
+        write(e, gather(e, stored_tables()), ROOT / "runs")
+        print(f"{e.name}: wrote {e.path} from {', '.join(e.gathers)}" + (", README blocks " + ", ".join(e.blocks) if e.blocks else ""))
+        return 0
 
     failed, begin = False, time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="reproduce_") as tmp:

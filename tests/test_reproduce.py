@@ -158,7 +158,7 @@ def test_large_eval_table_gives_each_change_in_its_paired_se_and_the_seed_mean_i
                          {"acc_after": 0.002, "soft_after": 0.001})
 
     t = ResultTable("x", [Run("python pipelines/vvr_compare.py")], [row("0", 0.076, 0.179), row("1", 0.072, 0.175)])
-    lines = vvr_blocks.rwtd_large_eval(t).splitlines()
+    lines = vvr_blocks.large_eval_by_seed(t).splitlines()
     assert lines[2].split(" | ")[1:4] == ["0", "0.0700 → 0.0760 (±0.0020)", "3.0"]
     assert lines[3].split(" | ")[3] == "1.0"
     seed_mean = lines[4].split(" | ")
@@ -319,6 +319,59 @@ def test_reproduce_reports_the_moved_row_and_write_rewrites_the_readme(tmp_path,
     assert reproduce.main(["--fast", "--write", *runs]) == 1
     assert readme.read_text() == "x is <!-- results:fake -->2.0<!-- /results -->.\n"
     assert reproduce.load_results(fake.path).row("b").values["x"] == 2.0
+
+
+def test_gather_stores_what_rerunning_every_part_gives_without_running_them(tmp_path, monkeypatch):
+    """An entry gathering two single-run entries (e.g. two training seeds run apart) is stored by --gather from their
+    stored results under its own labels, equal to a rerun of all its runs; parts that are not its runs in order, a
+    missing part and parts from different platforms are refused."""
+    templates = []
+    for seed in (0, 1):
+        folder = tmp_path / f"seed{seed}"
+        folder.mkdir()
+        (folder / "fake.py").write_text(FAKE)
+        (folder / "value.txt").write_text(f"{seed + 1}.0")
+        templates.append(("python", str(folder / "fake.py"), "--results", "{results}"))
+    parts = tuple(registry.Entry(f"part{seed}", ((None, t),), fast=False) for seed, t in enumerate(templates))
+    whole = registry.Entry("whole", tuple((f"s-seed={seed}", t) for seed, t in enumerate(templates)), fast=False,
+                           blocks={"whole": lambda t: " ".join(f"{r.row}={r.values['x']:.1f}" for r in t.rows)},
+                           gathers=("part0", "part1"))
+    readme = tmp_path / "README.md"
+    readme.write_text("x is <!-- results:whole -->?<!-- /results -->.\n")
+    monkeypatch.setattr(registry, "RESULTS_DIR", tmp_path / "results")
+    monkeypatch.setattr(registry, "ENTRIES", (*parts, whole))
+    monkeypatch.setattr(reproduce, "ENTRIES", (*parts, whole))
+    monkeypatch.setattr(reproduce, "README", readme)
+    with pytest.raises(FileNotFoundError, match="part0"):
+        reproduce.gather(whole, {})
+    for name in ("part0", "part1"):
+        assert reproduce.main(["--only", name, "--write", "--runs", str(tmp_path / "runs")]) == 0
+    assert reproduce.main(["--gather", "whole"]) == 0
+    assert readme.read_text() == ("x is <!-- results:whole -->s-seed=0/a=0.5 s-seed=0/b=1.0 s-seed=1/a=0.5 "
+                                  "s-seed=1/b=2.0<!-- /results -->.\n")
+    gathered = reproduce.load_results(whole.path)
+    rerun = reproduce.run_entry(whole, tmp_path / "rerun", log=lambda _: None)
+    assert compare(gathered, rerun).status == "unchanged"
+    assert [r.label for r in gathered.runs] == [r.label for r in rerun.runs] == ["s-seed=0", "s-seed=1"]
+
+    stored = reproduce.stored_tables()
+    with pytest.raises(ValueError, match="not the runs of"):
+        reproduce.gather(registry.Entry("whole", whole.runs, fast=False, gathers=("part1", "part0")), stored)
+    stored["part1"].platform = {**stored["part1"].platform, "machine": "elsewhere"}
+    with pytest.raises(ValueError, match="different platforms"):
+        reproduce.gather(whole, stored)
+
+
+def test_every_gathering_entry_runs_its_parts_runs_and_stores_their_merge():
+    stored = reproduce.stored_tables()
+    for e in registry.ENTRIES:
+        if not e.gathers:
+            continue
+        parts = [registry.entry(n) for n in e.gathers]
+        assert [t for p in parts for _, t in p.runs] == [t for _, t in e.runs], e.name
+        if e.name in stored:
+            assert compare(stored[e.name], reproduce.gather(e, stored)).status == "unchanged", (
+                f"{e.name} differs from its parts' stored results: pipelines/reproduce.py --gather {e.name}")
 
 
 def test_a_renderer_that_fails_keeps_the_fresh_result_and_changes_nothing(tmp_path, monkeypatch, capsys):

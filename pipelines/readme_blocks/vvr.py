@@ -75,7 +75,8 @@ rwtd_accum_lr = labelled_changes("learning rate, 8 prompt groups per step",
                                  {"lr=1e-4": "1e-4 (the config's)", "lr=5e-4": "5e-4"})
 
 #: the two v2 bases of the large-evaluation RWTD runs: run label prefix -> table cell
-LARGE_EVAL_BASES = {"long": "longer-trained (`assets/vvr2_long`)", "longer": "60 minutes further (`assets/vvr2_longer`)"}
+LARGE_EVAL_BASES = {"long": "longer-trained (`assets/vvr2_long`)", "longer": "60 minutes further (`assets/vvr2_longer`)",
+                    "ema2": "averaged, trained further (`assets/vvr2_ema2`)"}
 LARGE_EVAL_SEEDS = ("0", "1", "2")
 LARGE_EVAL_HEAD = ["all-satisfied before → after", "change / SE", "soft reward before → after", "change / SE",
                    "distance to reference"]
@@ -121,14 +122,15 @@ def seed_lines(rows: list[ResultRow]) -> list[list[str]]:
     return [[LARGE_EVAL_BASES[base], seed, *large_eval_cells(r)] for r in rows for base, seed in [base_and_seed(r)]]
 
 
-def rwtd_large_eval(t: ResultTable) -> str:
-    """RWTD with 8 prompt groups per step on bin 1, scored on 8,192 unseen bin-1 tasks: one line per base and training
-    seed, the changes in their paired SEs, then one line per base across its seeds (the seed as the unit)."""
+def large_eval_by_seed(t: ResultTable) -> str:
+    """One method's runs labelled ``<base>-seed=<seed>`` (8 prompt groups per step on bin 1, scored on 8,192 unseen
+    tasks): one line per base and training seed, the changes in their paired SEs, then one line per base across its
+    seeds (the seed as the unit)."""
     return table(["base", "training seed", *LARGE_EVAL_HEAD], seed_lines(t.rows) + seed_mean_lines(t.rows))
 
 
 def rwtd_large_eval_more_seeds(t: ResultTable) -> str:
-    """Further training seeds of :func:`rwtd_large_eval`'s runs on one base, then the mean over these and the stored
+    """Further training seeds of :func:`large_eval_by_seed`'s runs on one base, then the mean over these and the stored
     seeds of that base (read from ``vvr2_rwtd_accum8_large_eval``'s result file)."""
     bases = {base_and_seed(r)[0] for r in t.rows}
     earlier = [r for r in load_results(RESULTS_DIR / "vvr2_rwtd_accum8_large_eval.json").rows if base_and_seed(r)[0] in bases]
