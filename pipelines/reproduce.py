@@ -122,6 +122,8 @@ def gather(e: Entry, stored: dict[str, ResultTable]) -> ResultTable:
     unknown = [n for n in e.gathers if n not in by_name]
     if not e.gathers or unknown:
         raise ValueError(f"{e.name}: gathers no entries" if not e.gathers else f"{e.name}: unknown entries {unknown}")
+    if e.pictures:
+        raise ValueError(f"{e.name}: a gathered entry has no run folder to copy pictures from; name them in its parts")
     parts = [by_name[n] for n in e.gathers]
     if [template for p in parts for _, template in p.runs] != [template for _, template in e.runs] or any(len(p.runs) != 1 for p in parts):
         raise ValueError(f"{e.name}: its runs are not the runs of {list(e.gathers)} (one each, in order)")

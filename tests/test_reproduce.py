@@ -357,6 +357,9 @@ def test_gather_stores_what_rerunning_every_part_gives_without_running_them(tmp_
     stored = reproduce.stored_tables()
     with pytest.raises(ValueError, match="not the runs of"):
         reproduce.gather(registry.Entry("whole", whole.runs, fast=False, gathers=("part1", "part0")), stored)
+    with pytest.raises(ValueError, match="pictures"):
+        reproduce.gather(registry.Entry("whole", whole.runs, fast=False, pictures={"a.png": "a.png"},
+                                        gathers=whole.gathers), stored)
     stored["part1"].platform = {**stored["part1"].platform, "machine": "elsewhere"}
     with pytest.raises(ValueError, match="different platforms"):
         reproduce.gather(whole, stored)
