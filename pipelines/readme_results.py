@@ -604,14 +604,14 @@ ENTRIES: tuple[Entry, ...] = (
                "every 5 steps, so a stopped run continues with --resume"),
     *(Entry(f"vvr2_ema2_flow_grpo_accum8_bin2_seed{seed}",
             ema_bins_run("flow_grpo", ("2",), eval_n=8192, seed=seed, flow=EMA2_FLOW, save_every=5), fast=False,
-            blocks={f"vvr2_ema2_flow_grpo_accum8_bin2_seed{seed}": methods_per_bin}, first_run_pending=True,
             note=f"training seed {seed} of vvr2_ema2_flow_grpo_accum8_bin2_seed1 (trained on bin-1 tasks from "
-                 "assets/vvr2_ema2's flow, scored on 8,192 unseen bin-2 tasks x 2 draws)")
+                 "assets/vvr2_ema2's flow, scored on 8,192 unseen bin-2 tasks x 2 draws); shown in "
+                 "vvr2_ema2_flow_grpo_accum8_bin2_seeds")
       for seed in (0, 2)),
     Entry("vvr2_ema2_flow_grpo_accum8_bin2_seeds",
           tuple((f"ema2-seed={seed}", ema_bins_run("flow_grpo", ("2",), eval_n=8192, seed=seed, flow=EMA2_FLOW,
                                                    save_every=5)[0][1]) for seed in (0, 1, 2)),
-          fast=False, blocks={"vvr2_ema2_flow_grpo_accum8_bin2_seeds": large_eval_by_seed}, first_run_pending=True,
+          fast=False, blocks={"vvr2_ema2_flow_grpo_accum8_bin2_seeds": large_eval_by_seed},
           gathers=tuple(f"vvr2_ema2_flow_grpo_accum8_bin2_seed{seed}" for seed in (0, 1, 2)),
           note="vvr2_ema2_flow_grpo_accum8_bin2_seed0, _seed1 and _seed2 side by side: Flow-GRPO trained on bin-1 tasks "
                "from assets/vvr2_ema2's flow, scored on 8,192 unseen bin-2 tasks x 2 draws, with the mean over the "
