@@ -127,6 +127,12 @@ def ema_bins_run(method: str, score_bins: tuple[str, ...] = ("1", "2"), eval_n: 
                       "trainer.grad_accum=8", *seeded)),)
 
 
+def ema2_bin2_run(seed: int) -> tuple:
+    """Flow-GRPO's easy-to-hard run from ``assets/vvr2_ema2``'s flow, training ``seed`` (trained on bin 1, scored on
+    8,192 unseen bin-2 tasks x 2 draws; checkpointed every 5 steps, so it can span stops)."""
+    return ema_bins_run("flow_grpo", ("2",), eval_n=8192, seed=seed, flow=EMA2_FLOW, save_every=5)
+
+
 def bases_compare(bases: tuple[str, ...], kind: str, *options: str) -> tuple[str, ...]:
     """``vvr_bases.py`` on the shipped ``assets/<base>/tiny_<kind>_vvr2`` checkpoints of ``bases`` (changes from the
     first), with ``options``."""
@@ -596,21 +602,18 @@ ENTRIES: tuple[Entry, ...] = (
           blocks={"vvr2_ema_flow_grpo_accum8_bin2_trained": methods_per_bin},
           note="vvr2_ema_flow_grpo_accum8_bin2_seed1 trained on bin-2 tasks instead of bin 1, scored on the same 8,192 "
                "unseen bin-2 tasks x 2 draws: how much of bin 2 the base lets RL reach when it trains there"),
-    Entry("vvr2_ema2_flow_grpo_accum8_bin2_seed1",
-          ema_bins_run("flow_grpo", ("2",), eval_n=8192, seed=1, flow=EMA2_FLOW, save_every=5), fast=False,
+    Entry("vvr2_ema2_flow_grpo_accum8_bin2_seed1", ema2_bin2_run(1), fast=False,
           blocks={"vvr2_ema2_flow_grpo_accum8_bin2_seed1": methods_per_bin},
           note="vvr2_ema_flow_grpo_accum8_bin2_seed1 from the flow trained 151 minutes further (assets/vvr2_ema2): "
                "trained on bin-1 tasks, scored on 8,192 unseen bin-2 tasks x 2 draws (easy to hard); checkpointed "
                "every 5 steps, so a stopped run continues with --resume"),
-    *(Entry(f"vvr2_ema2_flow_grpo_accum8_bin2_seed{seed}",
-            ema_bins_run("flow_grpo", ("2",), eval_n=8192, seed=seed, flow=EMA2_FLOW, save_every=5), fast=False,
+    *(Entry(f"vvr2_ema2_flow_grpo_accum8_bin2_seed{seed}", ema2_bin2_run(seed), fast=False,
             note=f"training seed {seed} of vvr2_ema2_flow_grpo_accum8_bin2_seed1 (trained on bin-1 tasks from "
                  "assets/vvr2_ema2's flow, scored on 8,192 unseen bin-2 tasks x 2 draws); shown in "
                  "vvr2_ema2_flow_grpo_accum8_bin2_seeds")
       for seed in (0, 2)),
     Entry("vvr2_ema2_flow_grpo_accum8_bin2_seeds",
-          tuple((f"ema2-seed={seed}", ema_bins_run("flow_grpo", ("2",), eval_n=8192, seed=seed, flow=EMA2_FLOW,
-                                                   save_every=5)[0][1]) for seed in (0, 1, 2)),
+          tuple((f"ema2-seed={seed}", ema2_bin2_run(seed)[0][1]) for seed in (0, 1, 2)),
           fast=False, blocks={"vvr2_ema2_flow_grpo_accum8_bin2_seeds": large_eval_by_seed},
           gathers=tuple(f"vvr2_ema2_flow_grpo_accum8_bin2_seed{seed}" for seed in (0, 1, 2)),
           note="vvr2_ema2_flow_grpo_accum8_bin2_seed0, _seed1 and _seed2 side by side: Flow-GRPO trained on bin-1 tasks "

@@ -74,7 +74,8 @@ rwtd_budget = labelled_changes("8× the samples as", RWTD_BUDGETS)
 rwtd_accum_lr = labelled_changes("learning rate, 8 prompt groups per step",
                                  {"lr=1e-4": "1e-4 (the config's)", "lr=5e-4": "5e-4"})
 
-#: the two v2 bases of the large-evaluation RWTD runs: run label prefix -> table cell
+#: the v2 bases of the large-evaluation runs (RWTD from the one-step students, Flow-GRPO from vvr2_ema2's flow):
+#: run label prefix -> table cell
 LARGE_EVAL_BASES = {"long": "longer-trained (`assets/vvr2_long`)", "longer": "60 minutes further (`assets/vvr2_longer`)",
                     "ema2": "averaged, trained further (`assets/vvr2_ema2`)"}
 LARGE_EVAL_SEEDS = ("0", "1", "2")
