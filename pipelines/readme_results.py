@@ -17,7 +17,8 @@ from pipelines.readme_blocks.toys import toy_baselines, toy_lambda, toy_methods
 from pipelines.readme_blocks.demo import config_runs, demo
 from pipelines.readme_blocks.vvr import (
     LAMBDAS, LARGE_EVAL_SEEDS, methods_large_eval, methods_per_bin, methods_seeds_large_eval, pretrain_v2_table, rwtd_accum_lr,
-    rwtd_budget, rwtd_lambda_large_eval, large_eval_by_seed, rwtd_large_eval_more_seeds, rwtd_published, ssl_probe,
+    rwtd_budget, rwtd_lambda_large_eval, large_eval_by_seed, rwtd_large_eval_more_seeds, large_eval_by_seed_and_bin,
+    rwtd_published, ssl_probe,
     vvr2_lambda, vvr2_methods, vvr_accuracy, vvr_bases_table, VVR_FROM_BASES, vvr_from_level, VVR_FROM_LEVELS,
     vvr_lambda, vvr_methods, vvr_pretrain, vvr_pretrain_v2, vvr_throughput, VVR_X0_ARMS, vvr_x0_pilot)
 from pipelines.readme_blocks.poem import (
@@ -76,6 +77,8 @@ LONGER_BASES = ("--checkpoint", "assets/vvr2_longer/tiny_one_step_vvr2", "--flow
 EMA_FLOW = "assets/vvr2_ema/tiny_flow_vvr2"
 #: that averaged flow trained 151 minutes further (vvr_bases_v2_ema2)
 EMA2_FLOW = "assets/vvr2_ema2/tiny_flow_vvr2"
+#: its one-step student (vvr_pretrain_v2_ema2_student) with that flow
+EMA2_BASES = ("--checkpoint", "assets/vvr2_ema2/tiny_one_step_vvr2", "--flow-checkpoint", EMA2_FLOW)
 
 
 def bin_compare(train_bin: str) -> tuple[str, ...]:
@@ -619,6 +622,12 @@ ENTRIES: tuple[Entry, ...] = (
           note="vvr2_ema2_flow_grpo_accum8_bin2_seed0, _seed1 and _seed2 side by side: Flow-GRPO trained on bin-1 tasks "
                "from assets/vvr2_ema2's flow, scored on 8,192 unseen bin-2 tasks x 2 draws, with the mean over the "
                "training seeds"),
+    Entry("vvr2_ema2_rwtd_accum8_bins",
+          large_eval_runs("ema2", EMA2_BASES, ("0", "1", "2", "3"), score_bins=("1", "2")),
+          fast=False, blocks={"vvr2_ema2_rwtd_accum8_bins": large_eval_by_seed_and_bin}, first_run_pending=True,
+          note="RWTD 60 steps of 8 prompt groups each on bin-1 tasks from assets/vvr2_ema2's one-step student, four "
+               "training seeds, each scored on 8,192 unseen tasks x 2 draws of bin 1 (same distribution) and of bin 2 "
+               "(easy to hard)"),
     Entry("vvr2_long_flow_accum8_easy_to_hard_large_eval",
           accum8_method_runs((("flow_grpo", "0"), ("diffusion_nft", "0"), ("diffusion_nft", "1")), score_bins=("2",)),
           fast=False, blocks={"vvr2_long_flow_accum8_easy_to_hard_large_eval": methods_seeds_large_eval},

@@ -100,12 +100,14 @@ def base_and_seed(r: ResultRow) -> tuple[str, str]:
     return base, seed
 
 
-def seed_mean_lines(rows: list[ResultRow]) -> list[list[str]]:
-    """Per base, the mean change over its training seeds and that mean in its SE over the seeds (the seed as the unit)."""
+def seed_mean_lines(rows: list[ResultRow], prefix: str = "") -> list[list[str]]:
+    """Per base, the mean change over its training seeds and that mean in its SE over the seeds (the seed as the unit;
+    ``prefix``: the columns of one scored bin, e.g. ``bin2_``)."""
     by_base: dict[str, list[dict[str, float]]] = {}
     for r in rows:
         base = base_and_seed(r)[0]
-        by_base.setdefault(base, []).append({k: r.values[f"{k}_after"] - r.values[f"{k}_before"] for k in ("acc", "soft")})
+        by_base.setdefault(base, []).append({k: r.values[f"{prefix}{k}_after"] - r.values[f"{prefix}{k}_before"]
+                                             for k in ("acc", "soft")})
     lines = []
     for base, changes in by_base.items():
         score = across_seeds(changes, (("acc", ""), ("soft", "")))
@@ -118,9 +120,10 @@ def seed_mean_lines(rows: list[ResultRow]) -> list[list[str]]:
     return lines
 
 
-def seed_lines(rows: list[ResultRow]) -> list[list[str]]:
+def seed_lines(rows: list[ResultRow], prefix: str = "") -> list[list[str]]:
     """One line per run labelled ``<base>-seed=<seed>``: its base, training seed and :func:`large_eval_cells`."""
-    return [[LARGE_EVAL_BASES[base], seed, *large_eval_cells(r)] for r in rows for base, seed in [base_and_seed(r)]]
+    return [[LARGE_EVAL_BASES[base], seed, *large_eval_cells(r, prefix)]
+            for r in rows for base, seed in [base_and_seed(r)]]
 
 
 def large_eval_by_seed(t: ResultTable) -> str:
@@ -128,6 +131,15 @@ def large_eval_by_seed(t: ResultTable) -> str:
     tasks): one line per base and training seed, the changes in their paired SEs, then one line per base across its
     seeds (the seed as the unit)."""
     return table(["base", "training seed", *LARGE_EVAL_HEAD], seed_lines(t.rows) + seed_mean_lines(t.rows))
+
+
+def large_eval_by_seed_and_bin(t: ResultTable) -> str:
+    """:func:`large_eval_by_seed` for runs scored on several bins: per scored bin, one line per base and training seed,
+    then one line per base across its seeds (the distance to the reference is over all scored bins)."""
+    lines = []
+    for b in scored_bins(t.rows[0]):
+        lines += [[line[0], b, *line[1:]] for line in seed_lines(t.rows, f"bin{b}_") + seed_mean_lines(t.rows, f"bin{b}_")]
+    return table(["base", "scored bin", "training seed", *LARGE_EVAL_HEAD], lines)
 
 
 def rwtd_large_eval_more_seeds(t: ResultTable) -> str:
@@ -152,13 +164,17 @@ def methods_large_eval(t: ResultTable) -> str:
     return table(["method", "generator", *LARGE_EVAL_HEAD, "generator samples (policy + reference)"], lines)
 
 
+def scored_bins(r: ResultRow) -> list[str]:
+    """The difficulty bins a run was scored on separately (its ``bin<b>_`` columns), in order."""
+    return sorted({k.split("_")[0].removeprefix("bin") for k in r.values if k.startswith("bin")})
+
+
 def methods_per_bin(t: ResultTable) -> str:
     """Method runs scored on unseen tasks of several bins: one line per method and scored bin, the changes in their
     paired SEs (the distance to the reference is over all scored bins)."""
     lines = [[VVR_METHODS[r.row.split("/")[-1]], VVR_GENERATORS[r.info["generator"]], b,
               *large_eval_cells(r, f"bin{b}_")]
-             for r in t.rows
-             for b in sorted({k.split("_")[0].removeprefix("bin") for k in r.values if k.startswith("bin")})]
+             for r in t.rows for b in scored_bins(r)]
     return table(["method", "generator", "scored bin", *LARGE_EVAL_HEAD], lines)
 
 
