@@ -32,7 +32,9 @@
 view so a 64 px step costs about what a 32 px one does. ``--cond-dropout`` trains the flow with some prompts replaced
 by the empty prompt, and ``--guidance`` distils the student from the classifier-free-guided teacher.
 ``--ema-decay`` ships an exponential moving average of the flow's weights (the raw weights' 8-step accuracy is
-recorded beside it).
+recorded beside it). ``--save-every N`` checkpoints both training loops every N steps in ``<out>/resume``; rerun the
+same command to continue a stopped run (exactly, when ``--flow-steps`` / ``--distill-steps`` end the loops before
+their time budgets do).
 """
 from __future__ import annotations
 
@@ -62,6 +64,9 @@ from visalign.vvr.source import VVRPromptSource, task_batch
 from visalign.vvr.spec_render import render_spec_task
 from visalign.vvr.spec_task import is_v2_row
 from visalign.vvr.splits import bench_tasks_per_bin, plan, split_task
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from resumable_training import LoopCheckpoint, LoopState  # noqa: E402
 
 LEVEL = 0
 #: v2 pretraining keeps pool tasks up to this complexity (difficulty bin 1)
@@ -182,15 +187,18 @@ def trainable(model: torch.nn.Module) -> list[torch.nn.Parameter]:
 
 
 def budgeted_training(model: torch.nn.Module, loss_fn, minutes: float, max_steps: int, lr: float, seed: int, desc: str,
-                      ema: EMAModel | None = None) -> int:
+                      ema: EMAModel | None = None, checkpoint: LoopCheckpoint | None = None) -> int:
     """AdamW on ``loss_fn(generator)`` until ``max_steps`` or the time budget, cosine lr over whichever ends first;
-    ``ema`` (over the model's trainable parameters) is updated after every step."""
+    ``ema`` (over the model's trainable parameters) is updated after every step. ``checkpoint`` saves the loop every
+    few steps and continues from its last save (the time budget counts the seconds trained before the stop)."""
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
     averaged = trainable(model) if ema is not None else []
     g = torch.Generator().manual_seed(seed)
-    budget, start, step = minutes * 60, time.perf_counter(), 0
-    bar = tqdm(total=max_steps, desc=desc)
-    shown_loss = None
+    loop = checkpoint.restore(model, opt, ema, g) if checkpoint is not None else LoopState()
+    if loop.step:
+        print(f"{desc}: continuing at step {loop.step} after {loop.seconds:.0f}s trained ({checkpoint.folder})")
+    budget, start, step, shown_loss = minutes * 60, time.perf_counter() - loop.seconds, loop.step, loop.shown_loss
+    bar = tqdm(total=max_steps, initial=step, desc=desc)
     while step < max_steps and time.perf_counter() - start < budget:
         cosine_lr(opt, lr, max(step / max_steps, (time.perf_counter() - start) / budget))
         loss = loss_fn(g)
@@ -204,13 +212,15 @@ def budgeted_training(model: torch.nn.Module, loss_fn, minutes: float, max_steps
         shown_loss = loss.item() if shown_loss is None else 0.98 * shown_loss + 0.02 * loss.item()
         bar.update(1)
         bar.set_postfix(loss=f"{shown_loss:.4f}", lr=f"{opt.param_groups[0]['lr']:.1e}")
+        if checkpoint is not None and checkpoint.due(step):
+            checkpoint.save(LoopState(step, time.perf_counter() - start, shown_loss), model, opt, ema, g)
     bar.close()
     return step
 
 
 def train_flow(flow: TinyFlowGenerator, prompts: list[str], images: torch.Tensor, minutes: float, max_steps: int,
                batch: int, lr: float, seed: int, cond_dropout: float = 0.0, loss_space: str = "velocity",
-               ema: EMAModel | None = None) -> int:
+               ema: EMAModel | None = None, checkpoint: LoopCheckpoint | None = None) -> int:
     """Conditional flow matching on (prompt, render) pairs; each prompt is replaced by the empty prompt with
     probability ``cond_dropout``, so the flow also learns the unconditional velocity that guidance needs.
     ``loss_space`` as in :meth:`~visalign.core.flow.FlowModel.flow_matching_loss`; ``ema`` tracks the weights."""
@@ -221,7 +231,7 @@ def train_flow(flow: TinyFlowGenerator, prompts: list[str], images: torch.Tensor
         batch_prompts = ["" if d else prompts[i] for i, d in zip(idx.tolist(), drop.tolist())]
         return flow.flow_matching_loss(images[idx], flow.encode(batch_prompts), generator=g, loss_space=loss_space)
 
-    return budgeted_training(flow, loss_fn, minutes, max_steps, lr, seed, "flow matching", ema)
+    return budgeted_training(flow, loss_fn, minutes, max_steps, lr, seed, "flow matching", ema, checkpoint)
 
 
 @torch.no_grad()
@@ -256,7 +266,8 @@ def teacher_pairs(teacher: TinyFlowGenerator, prompts: list[str], n: int, batch:
 
 
 def distill(student: TinyOneStepGenerator, teacher: TinyFlowGenerator, prompts: list[str], minutes: float, max_steps: int,
-            batch: int, lr: float, teacher_steps: int, seed: int, pairs: int = 0, guidance: float = 1.0) -> int:
+            batch: int, lr: float, teacher_steps: int, seed: int, pairs: int = 0, guidance: float = 1.0,
+            checkpoint: LoopCheckpoint | None = None) -> int:
     """Regress G(z, p) onto the teacher's ODE endpoint (stop-gradient): for fresh z and training prompts p at every
     step, or, with ``pairs > 0``, for a fixed set of that many triples computed once (reflow-style; the teacher's
     ``teacher_steps`` forward passes then leave the training step)."""
@@ -272,7 +283,8 @@ def distill(student: TinyOneStepGenerator, teacher: TinyFlowGenerator, prompts: 
             z, ps, target = teacher_pairs(teacher, prompts, batch, batch, teacher_steps, g, guidance)
         return ((student.generate(z, student.encode(ps)) - target) ** 2).mean()
 
-    return budgeted_training(student, loss_fn, minutes, max_steps, lr, seed, "one-step distillation")
+    return budgeted_training(student, loss_fn, minutes, max_steps, lr, seed, "one-step distillation",
+                             checkpoint=checkpoint)
 
 
 def save_grid(fn, path: Path, n: int = 16, tasks: TaskFn = easy_tasks, size: int = 32) -> None:
@@ -345,8 +357,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--init-flow", default=None, metavar="FOLDER",
                    help="continue training this tiny_flow checkpoint (a fresh warmup + cosine schedule) instead of a new "
                         "flow; its config must match the model options")
+    p.add_argument("--save-every", type=int, default=0, metavar="N",
+                   help="checkpoint the flow and distillation loops every N steps in <out>/resume; a rerun with the same "
+                        "options continues from there (0 = no checkpoints)")
     p.add_argument("--results", default=None, help="also write the result file (visalign.results format) here")
     args = p.parse_args(argv)
+    if args.save_every < 0:
+        p.error(f"--save-every must be >= 0, got {args.save_every}")
     args.parametrization = args.parametrization or ("image" if args.prediction == "sample" else "flow_residual")
     if not 0.0 <= args.ema_decay < 1.0:
         p.error(f"--ema-decay must be in [0, 1), got {args.ema_decay}")
@@ -373,6 +390,9 @@ def main(argv: list[str] | None = None) -> int:
     if (args.prediction, args.loss_space) != ("velocity", "velocity"):  # earlier records keep their keys
         metrics.update(prediction=args.prediction, loss_space=args.loss_space)
     flow_config = TinyFlowConfig(**model, num_steps=8, prediction=args.prediction)
+    options = {k: v for k, v in vars(args).items() if k not in ("threads", "results", "save_every", "assets")}
+    checkpoints = {loop: LoopCheckpoint(out / "resume" / loop, args.save_every, options) if args.save_every else None
+                   for loop in ("flow", "distill")}
 
     given_flow = None
     for option, folder in (("--init-flow", args.init_flow), ("--teacher", args.teacher)):
@@ -396,7 +416,7 @@ def main(argv: list[str] | None = None) -> int:
         ema = EMAModel(trainable(flow), decay=args.ema_decay) if args.ema_decay else None
         t = time.perf_counter()
         metrics["flow_steps"] = train_flow(flow, prompts, images, args.flow_minutes, args.flow_steps, args.batch, args.lr,
-                                           args.seed, args.cond_dropout, args.loss_space, ema)
+                                           args.seed, args.cond_dropout, args.loss_space, ema, checkpoints["flow"])
         metrics["flow_seconds"] = round(time.perf_counter() - t, 1)
         flow.eval()
         if ema is not None:
@@ -424,7 +444,8 @@ def main(argv: list[str] | None = None) -> int:
     student.train()
     t = time.perf_counter()
     metrics["distill_steps"] = distill(student, flow, prompts, args.distill_minutes, args.distill_steps, args.batch,
-                                       args.distill_lr, args.teacher_steps, args.seed + 1, args.distill_pairs, args.guidance)
+                                       args.distill_lr, args.teacher_steps, args.seed + 1, args.distill_pairs, args.guidance,
+                                       checkpoints["distill"])
     metrics["distill_seconds"] = round(time.perf_counter() - t, 1)
     student.eval()
     student.save_pretrained(student_dir)

@@ -1,0 +1,97 @@
+"""``--save-every`` of ``pipelines/vvr_pretrain.py``: a stopped pretraining loop continues exactly where it stopped."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from diffusers.training_utils import EMAModel
+from safetensors.torch import load_file
+
+from visalign.core.errors import CheckpointError
+
+from .conftest import load_pipeline_script
+
+pretrain = load_pipeline_script("vvr_pretrain")
+
+
+class Stopped(Exception):
+    """Stands in for a run killed between two steps."""
+
+
+def tiny_flow_loop(folder: Path | None, stop_at: int | None = None, steps: int = 6, options: dict | None = None):
+    """A tiny flow trained ``steps`` steps with a weight average (checkpointed every 2 steps in ``folder``); the loss
+    function raises on call ``stop_at``. Returns the flow and its average."""
+    from visalign.generators import TinyFlowConfig, TinyFlowGenerator
+
+    torch.manual_seed(0)
+    flow = TinyFlowGenerator(TinyFlowConfig(image_size=8, patch_size=2))
+    ema = EMAModel(pretrain.trainable(flow), decay=0.9)
+    images = torch.rand(4, 3, 8, 8, generator=torch.Generator().manual_seed(1)) * 2 - 1
+    prompts = ["a red circle", "a blue square", "two green stars", "a circle left of a square"]
+    calls = 0
+
+    def loss_fn(g: torch.Generator) -> torch.Tensor:
+        nonlocal calls
+        calls += 1
+        if calls == stop_at:
+            raise Stopped
+        idx = torch.randint(4, (4,), generator=g)
+        return flow.flow_matching_loss(images[idx], flow.encode([prompts[i] for i in idx]), generator=g)
+
+    checkpoint = (pretrain.LoopCheckpoint(folder, 2, options or {"seed": 0}) if folder is not None else None)
+    steps_done = pretrain.budgeted_training(flow, loss_fn, minutes=60, max_steps=steps, lr=1e-3, seed=3, desc="flow",
+                                            ema=ema, checkpoint=checkpoint)
+    assert steps_done == steps
+    return flow, ema
+
+
+def test_a_stopped_loop_continues_to_the_same_weights_and_average(tmp_path: Path) -> None:
+    """Stopped during step 5 (last save at step 4) and run again, the loop ends with the weights and weight average
+    of the uninterrupted loop, bit for bit (optimizer moments, the noise generator and the schedule continue)."""
+    whole, whole_ema = tiny_flow_loop(None)
+    with pytest.raises(Stopped):
+        tiny_flow_loop(tmp_path / "flow", stop_at=5)
+    saved = json.loads((tmp_path / "flow" / "state.json").read_text())
+    assert saved["__dict__"][0][0] == "loop"
+    continued, continued_ema = tiny_flow_loop(tmp_path / "flow")
+    for (name, a), b in zip(whole.state_dict().items(), continued.state_dict().values()):
+        assert torch.equal(a, b), name
+    for a, b in zip(whole_ema.shadow_params, continued_ema.shadow_params):
+        assert torch.equal(a, b)
+    assert continued_ema.optimization_step == whole_ema.optimization_step == 6
+    # the continued run did only the two missing steps' worth of work: a rerun now finds the loop finished
+    finished, _ = tiny_flow_loop(tmp_path / "flow", stop_at=1)
+    assert all(torch.equal(a, b) for a, b in zip(finished.state_dict().values(), whole.state_dict().values()))
+
+
+def test_a_checkpoint_of_other_options_or_with_a_corrupt_file_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(Stopped):
+        tiny_flow_loop(tmp_path / "flow", stop_at=3, options={"seed": 0, "lr": 1e-3})
+    with pytest.raises(CheckpointError, match=r"other options \(lr\)"):
+        tiny_flow_loop(tmp_path / "flow", options={"seed": 0, "lr": 2e-3})
+    tensors = tmp_path / "flow" / "state.safetensors"
+    data = bytearray(tensors.read_bytes())
+    data[-1] ^= 0xFF
+    tensors.write_bytes(bytes(data))
+    with pytest.raises(CheckpointError, match="state.safetensors"):
+        tiny_flow_loop(tmp_path / "flow", options={"seed": 0, "lr": 1e-3})
+
+
+def test_pretrain_script_continues_from_its_checkpoints(tmp_path: Path, capsys) -> None:
+    """``--save-every 1``: both loops leave checkpoints in ``<out>/resume``; the same command again continues from
+    them (no step trained twice, the same flow weights); other training options are refused."""
+    common = ["--bench-per-bin", "0", "--pool", "8", "--flow-steps", "2", "--distill-steps", "2", "--distill-pairs",
+              "4", "--batch", "4", "--eval-n", "2", "--out", str(tmp_path / "out"), "--save-every", "1"]
+    assert pretrain.main([*common, "--assets", str(tmp_path / "first")]) == 0
+    assert sorted(p.name for p in (tmp_path / "out" / "resume").iterdir()) == ["distill", "flow"]
+    capsys.readouterr()
+    assert pretrain.main([*common, "--assets", str(tmp_path / "again")]) == 0
+    printed = capsys.readouterr().out
+    assert "flow matching: continuing at step 2" in printed and "one-step distillation: continuing at step 2" in printed
+    for name in ("tiny_flow_vvr2", "tiny_one_step_vvr2"):
+        first, again = (load_file(tmp_path / run / name / "model.safetensors") for run in ("first", "again"))
+        assert all(torch.equal(first[k], again[k]) for k in first), name
+    with pytest.raises(CheckpointError, match=r"other options \(lr\)"):
+        pretrain.main([*common, "--assets", str(tmp_path / "x"), "--lr", "5e-4"])
