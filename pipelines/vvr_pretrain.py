@@ -187,10 +187,11 @@ def trainable(model: torch.nn.Module) -> list[torch.nn.Parameter]:
 
 
 def budgeted_training(model: torch.nn.Module, loss_fn, minutes: float, max_steps: int, lr: float, seed: int, desc: str,
-                      ema: EMAModel | None = None, checkpoint: LoopCheckpoint | None = None) -> int:
+                      ema: EMAModel | None = None, checkpoint: LoopCheckpoint | None = None) -> LoopState:
     """AdamW on ``loss_fn(generator)`` until ``max_steps`` or the time budget, cosine lr over whichever ends first;
     ``ema`` (over the model's trainable parameters) is updated after every step. ``checkpoint`` saves the loop every
-    few steps and continues from its last save (the time budget counts the seconds trained before the stop)."""
+    few steps and continues from its last save (the time budget counts the seconds trained before the stop).
+    Returns the steps taken and the seconds trained, across stops."""
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
     averaged = trainable(model) if ema is not None else []
     g = torch.Generator().manual_seed(seed)
@@ -215,12 +216,12 @@ def budgeted_training(model: torch.nn.Module, loss_fn, minutes: float, max_steps
         if checkpoint is not None and checkpoint.due(step):
             checkpoint.save(LoopState(step, time.perf_counter() - start, shown_loss), model, opt, ema, g)
     bar.close()
-    return step
+    return LoopState(step, time.perf_counter() - start, shown_loss)
 
 
 def train_flow(flow: TinyFlowGenerator, prompts: list[str], images: torch.Tensor, minutes: float, max_steps: int,
                batch: int, lr: float, seed: int, cond_dropout: float = 0.0, loss_space: str = "velocity",
-               ema: EMAModel | None = None, checkpoint: LoopCheckpoint | None = None) -> int:
+               ema: EMAModel | None = None, checkpoint: LoopCheckpoint | None = None) -> LoopState:
     """Conditional flow matching on (prompt, render) pairs; each prompt is replaced by the empty prompt with
     probability ``cond_dropout``, so the flow also learns the unconditional velocity that guidance needs.
     ``loss_space`` as in :meth:`~visalign.core.flow.FlowModel.flow_matching_loss`; ``ema`` tracks the weights."""
@@ -267,7 +268,7 @@ def teacher_pairs(teacher: TinyFlowGenerator, prompts: list[str], n: int, batch:
 
 def distill(student: TinyOneStepGenerator, teacher: TinyFlowGenerator, prompts: list[str], minutes: float, max_steps: int,
             batch: int, lr: float, teacher_steps: int, seed: int, pairs: int = 0, guidance: float = 1.0,
-            checkpoint: LoopCheckpoint | None = None) -> int:
+            checkpoint: LoopCheckpoint | None = None) -> LoopState:
     """Regress G(z, p) onto the teacher's ODE endpoint (stop-gradient): for fresh z and training prompts p at every
     step, or, with ``pairs > 0``, for a fixed set of that many triples computed once (reflow-style; the teacher's
     ``teacher_steps`` forward passes then leave the training step)."""
@@ -414,10 +415,9 @@ def main(argv: list[str] | None = None) -> int:
             flow.backbone.text_encoder.warm_cache(prompts)
             metrics["prompt_encode_seconds"] = round(time.perf_counter() - t, 1)
         ema = EMAModel(trainable(flow), decay=args.ema_decay) if args.ema_decay else None
-        t = time.perf_counter()
-        metrics["flow_steps"] = train_flow(flow, prompts, images, args.flow_minutes, args.flow_steps, args.batch, args.lr,
-                                           args.seed, args.cond_dropout, args.loss_space, ema, checkpoints["flow"])
-        metrics["flow_seconds"] = round(time.perf_counter() - t, 1)
+        trained = train_flow(flow, prompts, images, args.flow_minutes, args.flow_steps, args.batch, args.lr, args.seed,
+                             args.cond_dropout, args.loss_space, ema, checkpoints["flow"])
+        metrics["flow_steps"], metrics["flow_seconds"] = trained.step, round(trained.seconds, 1)
         flow.eval()
         if ema is not None:
             metrics["ema_decay"] = args.ema_decay
@@ -442,11 +442,9 @@ def main(argv: list[str] | None = None) -> int:
     if model.get("text_encoder") == "pretrained":
         student.backbone.text_encoder.warm_cache(prompts)
     student.train()
-    t = time.perf_counter()
-    metrics["distill_steps"] = distill(student, flow, prompts, args.distill_minutes, args.distill_steps, args.batch,
-                                       args.distill_lr, args.teacher_steps, args.seed + 1, args.distill_pairs, args.guidance,
-                                       checkpoints["distill"])
-    metrics["distill_seconds"] = round(time.perf_counter() - t, 1)
+    distilled = distill(student, flow, prompts, args.distill_minutes, args.distill_steps, args.batch, args.distill_lr,
+                        args.teacher_steps, args.seed + 1, args.distill_pairs, args.guidance, checkpoints["distill"])
+    metrics["distill_steps"], metrics["distill_seconds"] = distilled.step, round(distilled.seconds, 1)
     student.eval()
     student.save_pretrained(student_dir)
     metrics["one_step"] = evaluate(lambda z, ps: student.generate(z, student.encode(ps)), args.eval_n, tasks=tasks, size=size)

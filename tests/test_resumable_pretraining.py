@@ -41,9 +41,9 @@ def tiny_flow_loop(folder: Path | None, stop_at: int | None = None, steps: int =
         return flow.flow_matching_loss(images[idx], flow.encode([prompts[i] for i in idx]), generator=g)
 
     checkpoint = (pretrain.LoopCheckpoint(folder, 2, options or {"seed": 0}) if folder is not None else None)
-    steps_done = pretrain.budgeted_training(flow, loss_fn, minutes=60, max_steps=steps, lr=1e-3, seed=3, desc="flow",
-                                            ema=ema, checkpoint=checkpoint)
-    assert steps_done == steps
+    loop = pretrain.budgeted_training(flow, loss_fn, minutes=60, max_steps=steps, lr=1e-3, seed=3, desc="flow",
+                                      ema=ema, checkpoint=checkpoint)
+    assert loop.step == steps and loop.seconds > 0
     return flow, ema
 
 
