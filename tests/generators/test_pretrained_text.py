@@ -85,6 +85,26 @@ def test_cache_is_keyed_by_prompt_and_matches_fresh_encoding(bert_dir):
     gen.to(torch.float32)
 
 
+def test_a_warmed_pool_larger_than_the_cache_stays_cached(bert_dir, monkeypatch):
+    """``warm_cache`` on more distinct prompts than ``cache_size`` grows the cache to hold all of them: looking any of
+    them up afterwards encodes nothing (a training pool is not re-encoded at every step)."""
+    gen = small(TinyOneStepGenerator, bert_dir)
+    enc = gen.backbone.text_encoder
+    enc._frozen.cache.clear()
+    monkeypatch.setattr(enc._frozen, "cache_size", 4)  # restored after the test: the frozen model is shared
+    pool = [f"a {c} {s} left of the {c2} circle" for c in ("red", "blue") for s in ("circle", "square")
+            for c2 in ("red", "blue")]
+    enc.warm_cache(pool, batch=3)
+    assert enc._frozen.cache_size >= len(pool) and len(enc._frozen.cache) == len(pool)
+    calls = []
+    encode = enc._encode_frozen
+    monkeypatch.setattr(enc, "_encode_frozen", lambda ps: calls.append(ps) or encode(ps))
+    enc.frozen_features(pool[::-1])
+    assert calls == []
+    enc.frozen_features(["a red circle"])
+    assert calls == [["a red circle"]]
+
+
 def test_lora_trains_only_the_adapter(bert_dir):
     gen = small(TinyFlowGenerator, bert_dir, lora_rank=2)
     trainable = [n for n, p in gen.named_parameters() if p.requires_grad]

@@ -134,10 +134,13 @@ class PretrainedTextEncoder(nn.Module):
         return padded, torch.stack([q for _, q in out])
 
     def warm_cache(self, prompts: Sequence[str], batch: int = 256) -> None:
-        """Encode the distinct ``prompts`` now (e.g. a training pool, before a timed run)."""
+        """Encode the distinct ``prompts`` now (e.g. a training pool, before a timed run). The cache grows to hold
+        them all beside what it holds already, so a pool larger than ``cache_size`` is not re-encoded step by step."""
         from tqdm import tqdm
 
         distinct = list(dict.fromkeys(prompts))
+        frozen = self._frozen
+        frozen.cache_size = max(frozen.cache_size, len(frozen.cache) + len(distinct))
         for i in tqdm(range(0, len(distinct), batch), desc="encode prompts", leave=False):
             self.frozen_features(distinct[i:i + batch])
 
