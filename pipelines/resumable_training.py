@@ -75,7 +75,7 @@ class LoopCheckpoint:
             raise CheckpointError(f"{self.folder}: the saved run {'had no' if state['ema'] is None else 'had a'} "
                                   "weight average")
         missing, unexpected = model.load_state_dict(state["model"], strict=False)
-        if set(missing) != frozen_names(model) & set(model.state_dict()) or unexpected:
+        if set(missing) != frozen_names(model) or unexpected:
             raise CheckpointError(f"{self.folder} does not match the model: missing "
                                   f"{sorted(set(missing) - frozen_names(model))[:5]}, unexpected {sorted(unexpected)[:5]}")
         opt.load_state_dict(state["optimizer"])
