@@ -18,7 +18,7 @@ from pipelines.readme_blocks.demo import config_runs, demo
 from pipelines.readme_blocks.vvr import (
     LAMBDAS, LARGE_EVAL_SEEDS, methods_large_eval, methods_per_bin, methods_seeds_large_eval, pretrain_v2_table, rwtd_accum_lr,
     rwtd_budget, rwtd_lambda_large_eval, large_eval_by_seed, rwtd_large_eval_more_seeds, large_eval_by_seed_and_bin,
-    rwtd_published, ssl_probe,
+    rwtd_published, rwtd_regression_arms, rwtd_targets_table, ssl_probe,
     vvr2_lambda, vvr2_methods, vvr_accuracy, vvr_bases_table, VVR_FROM_BASES, vvr_from_level, VVR_FROM_LEVELS,
     vvr_lambda, vvr_methods, vvr_pretrain, vvr_pretrain_v2, vvr_throughput, VVR_X0_ARMS, vvr_x0_pilot)
 from pipelines.readme_blocks.poem import (
@@ -640,6 +640,21 @@ ENTRIES: tuple[Entry, ...] = (
           note="RWTD 60 steps of 8 prompt groups each on bin-1 tasks from assets/vvr2_ema2's one-step student, four "
                "training seeds, each scored on 8,192 unseen tasks x 2 draws of bin 1 (same distribution) and of bin 2 "
                "(easy to hard)"),
+    Entry("rwtd_targets",
+          ((None, (PY, "pipelines/rwtd_targets.py", "--checkpoints", "long=assets/vvr2_long/tiny_one_step_vvr2",
+                   "longer=assets/vvr2_longer/tiny_one_step_vvr2", "ema2=assets/vvr2_ema2/tiny_one_step_vvr2",
+                   "--groups", "24", "--results", "{results}")),),
+          fast=False, blocks={"rwtd_targets": rwtd_targets_table}, first_run_pending=True,
+          note="RWTD's sample-space transport targets scored beside the current samples they move, on 24 bin-1 "
+               "prompt groups of each one-step base RWTD was trained from"),
+    Entry("vvr2_ema2_rwtd_sample_targets",
+          tuple((f"samples-eta={eta}", large_eval_runs("ema2", EMA2_BASES, ("0",), "algorithm.regression_space=samples",
+                                                      f"algorithm.step_size={eta}", score_bins=("1", "2"))[0][1])
+                for eta in ("0.5", "1")),
+          fast=False, blocks={"vvr2_ema2_rwtd_sample_targets": rwtd_regression_arms}, first_run_pending=True,
+          note="training seed 0 of vvr2_ema2_rwtd_accum8_bins regressing the samples onto barycentric sample targets "
+               "(algorithm.regression_space=samples) instead of conv features, at step size 0.5 and 1, scored on the "
+               "same unseen bin-1 and bin-2 tasks"),
     Entry("vvr2_long_flow_accum8_easy_to_hard_large_eval",
           accum8_method_runs((("flow_grpo", "0"), ("diffusion_nft", "0"), ("diffusion_nft", "1")), score_bins=("2",)),
           fast=False, blocks={"vvr2_long_flow_accum8_easy_to_hard_large_eval": methods_seeds_large_eval},

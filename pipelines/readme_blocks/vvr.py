@@ -150,6 +150,44 @@ def rwtd_large_eval_more_seeds(t: ResultTable) -> str:
     return table(["base", "training seed", *LARGE_EVAL_HEAD], seed_lines(t.rows) + seed_mean_lines(earlier + t.rows))
 
 
+#: RWTD's regression arms from vvr2_ema2's student: run label -> (regression space, step size η)
+RWTD_REGRESSION_ARMS = {"features-eta=0.5": ("conv features (the config's)", "0.5"),
+                        "samples-eta=0.5": ("samples (barycentric images)", "0.5"),
+                        "samples-eta=1": ("samples (barycentric images)", "1")}
+
+
+def rwtd_regression_arms(t: ResultTable) -> str:
+    """RWTD from ``assets/vvr2_ema2``'s student regressing onto feature or sample targets, training seed 0, per scored
+    bin; the feature arm is training seed 0 of ``vvr2_ema2_rwtd_accum8_bins`` (read from its result file)."""
+    features = load_results(RESULTS_DIR / "vvr2_ema2_rwtd_accum8_bins.json").row("ema2-seed=0/rwtd")
+    arms = [("features-eta=0.5", features), *((r.row.split("/")[0], r) for r in t.rows)]
+    lines = [[*RWTD_REGRESSION_ARMS[label], b, *large_eval_cells(r, f"bin{b}_")]
+             for b in scored_bins(features) for label, r in arms]
+    return table(["regression onto", "η", "scored bin", *LARGE_EVAL_HEAD], lines)
+
+
+#: one-step bases of rwtd_targets: checkpoint name -> table cell
+RWTD_TARGET_BASES = {"long": "`vvr2_long` (RWTD gains)", "longer": "`vvr2_longer` (RWTD flat)",
+                     "ema2": "`vvr2_ema2` (RWTD loses)"}
+RWTD_TARGET_KINDS = {"current": "current samples u", "eta=0.5": "targets, η = 0.5", "eta=1": "targets, η = 1 (ū)"}
+
+
+def rwtd_targets_table(t: ResultTable) -> str:
+    """RWTD's sample-space targets beside the current samples, per base: strict and soft reward, each target's change
+    from the samples with its SE over prompt groups."""
+    lines = []
+    for r in t.rows:
+        base, kind = r.row.split("/")
+        cells = []
+        for k in ("strict", "soft"):
+            change = (f"{signed(r.values[f'{k}_change'], 3)} (±{r.se[f'{k}_change']:.3f})"
+                      if f"{k}_change" in r.values else "")
+            cells += [f"{r.values[k]:.3f}", change]
+        lines.append([RWTD_TARGET_BASES[base], RWTD_TARGET_KINDS[kind], *cells])
+    return table(["one-step base", "images", "strict", "change (± SE over groups)", "soft reward", "change (± SE)"],
+                 lines)
+
+
 def rwtd_lambda_large_eval(t: ResultTable) -> str:
     """RWTD's λ with 8 prompt groups per step, scored on 8,192 unseen bin-1 tasks: one line per λ."""
     return table(["λ", *LARGE_EVAL_HEAD],
