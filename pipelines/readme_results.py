@@ -644,17 +644,17 @@ ENTRIES: tuple[Entry, ...] = (
           ((None, (PY, "pipelines/rwtd_targets.py", "--checkpoints", "long=assets/vvr2_long/tiny_one_step_vvr2",
                    "longer=assets/vvr2_longer/tiny_one_step_vvr2", "ema2=assets/vvr2_ema2/tiny_one_step_vvr2",
                    "--groups", "24", "--results", "{results}")),),
-          fast=False, blocks={"rwtd_targets": rwtd_targets_table}, first_run_pending=True,
+          fast=False, blocks={"rwtd_targets": rwtd_targets_table},
           note="RWTD's sample-space transport targets scored beside the current samples they move, on 24 bin-1 "
                "prompt groups of each one-step base RWTD was trained from"),
-    Entry("vvr2_ema2_rwtd_sample_targets",
-          tuple((f"samples-eta={eta}", large_eval_runs("ema2", EMA2_BASES, ("0",), "algorithm.regression_space=samples",
-                                                      f"algorithm.step_size={eta}", score_bins=("1", "2"))[0][1])
-                for eta in ("0.5", "1")),
-          fast=False, blocks={"vvr2_ema2_rwtd_sample_targets": rwtd_regression_arms}, first_run_pending=True,
-          note="training seed 0 of vvr2_ema2_rwtd_accum8_bins regressing the samples onto barycentric sample targets "
-               "(algorithm.regression_space=samples) instead of conv features, at step size 0.5 and 1, scored on the "
-               "same unseen bin-1 and bin-2 tasks"),
+    Entry("vvr2_ema2_rwtd_full_step",
+          tuple((f"{space}-eta=1", large_eval_runs("ema2", EMA2_BASES, ("0",), f"algorithm.regression_space={space}",
+                                                   "algorithm.step_size=1", score_bins=("1", "2"))[0][1])
+                for space in ("features", "samples")),
+          fast=False, blocks={"vvr2_ema2_rwtd_full_step": rwtd_regression_arms}, first_run_pending=True,
+          note="training seed 0 of vvr2_ema2_rwtd_accum8_bins with the full transport step (algorithm.step_size=1), "
+               "regressing conv features (the config's) or the samples themselves (algorithm.regression_space=samples), "
+               "scored on the same unseen bin-1 and bin-2 tasks"),
     Entry("vvr2_long_flow_accum8_easy_to_hard_large_eval",
           accum8_method_runs((("flow_grpo", "0"), ("diffusion_nft", "0"), ("diffusion_nft", "1")), score_bins=("2",)),
           fast=False, blocks={"vvr2_long_flow_accum8_easy_to_hard_large_eval": methods_seeds_large_eval},

@@ -151,14 +151,14 @@ def rwtd_large_eval_more_seeds(t: ResultTable) -> str:
 
 
 #: RWTD's regression arms from vvr2_ema2's student: run label -> (regression space, step size η)
-RWTD_REGRESSION_ARMS = {"features-eta=0.5": ("conv features (the config's)", "0.5"),
-                        "samples-eta=0.5": ("samples (barycentric images)", "0.5"),
+RWTD_REGRESSION_ARMS = {"features-eta=0.5": ("conv features (the config's)", "0.5 (the config's)"),
+                        "features-eta=1": ("conv features (the config's)", "1"),
                         "samples-eta=1": ("samples (barycentric images)", "1")}
 
 
 def rwtd_regression_arms(t: ResultTable) -> str:
-    """RWTD from ``assets/vvr2_ema2``'s student regressing onto feature or sample targets, training seed 0, per scored
-    bin; the feature arm is training seed 0 of ``vvr2_ema2_rwtd_accum8_bins`` (read from its result file)."""
+    """RWTD from ``assets/vvr2_ema2``'s student with other regression settings, training seed 0, per scored bin, after
+    the config's arm: training seed 0 of ``vvr2_ema2_rwtd_accum8_bins`` (read from its result file)."""
     features = load_results(RESULTS_DIR / "vvr2_ema2_rwtd_accum8_bins.json").row("ema2-seed=0/rwtd")
     arms = [("features-eta=0.5", features), *((r.row.split("/")[0], r) for r in t.rows)]
     lines = [[*RWTD_REGRESSION_ARMS[label], b, *large_eval_cells(r, f"bin{b}_")]
