@@ -636,7 +636,7 @@ ENTRIES: tuple[Entry, ...] = (
                "training seeds"),
     Entry("vvr2_ema2_rwtd_accum8_bins",
           large_eval_runs("ema2", EMA2_BASES, ("0", "1", "2", "3"), score_bins=("1", "2")),
-          fast=False, blocks={"vvr2_ema2_rwtd_accum8_bins": large_eval_by_seed_and_bin}, first_run_pending=True,
+          fast=False, blocks={"vvr2_ema2_rwtd_accum8_bins": large_eval_by_seed_and_bin},
           note="RWTD 60 steps of 8 prompt groups each on bin-1 tasks from assets/vvr2_ema2's one-step student, four "
                "training seeds, each scored on 8,192 unseen tasks x 2 draws of bin 1 (same distribution) and of bin 2 "
                "(easy to hard)"),
