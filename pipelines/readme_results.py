@@ -651,7 +651,7 @@ ENTRIES: tuple[Entry, ...] = (
           tuple((f"{space}-eta=1", large_eval_runs("ema2", EMA2_BASES, ("0",), f"algorithm.regression_space={space}",
                                                    "algorithm.step_size=1", score_bins=("1", "2"))[0][1])
                 for space in ("features", "samples")),
-          fast=False, blocks={"vvr2_ema2_rwtd_full_step": rwtd_regression_arms}, first_run_pending=True,
+          fast=False, blocks={"vvr2_ema2_rwtd_full_step": rwtd_regression_arms},
           note="training seed 0 of vvr2_ema2_rwtd_accum8_bins with the full transport step (algorithm.step_size=1), "
                "regressing conv features (the config's) or the samples themselves (algorithm.regression_space=samples), "
                "scored on the same unseen bin-1 and bin-2 tasks"),

@@ -62,6 +62,8 @@ UNTRACED_FIGURES = {
         "0.473": "one-off RWTD probes on VVR v1",
         "0.268": "one-off RWTD probes on VVR v1",
         "0.449": "one-off RWTD probes on VVR v1",
+        "0.2": "training reward/mean of vvr2_ema2_rwtd_full_step's sample-regression run, steps 1-10 (its metrics.jsonl)",
+        "0.01": "the same run's training reward/mean over steps 21-30 (0.005; its metrics.jsonl)",
     },
     "Latent reward models and CoRe (tiny images and video)": {
         "0.926": "core_compare_images.py prints the standalone LRM's pair accuracy; the result file does not store it",
