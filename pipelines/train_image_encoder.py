@@ -179,9 +179,8 @@ def main(argv: list[str] | None = None) -> int:
             batch = images[torch.randint(images.shape[0], (args.batch,), generator=pick)]
             return nt_xent(model(geometric_views(batch, g)), model(geometric_views(batch, g)), args.temperature)
 
-        t = time.perf_counter()
-        steps = budgeted_training(model, loss_fn, args.minutes, args.steps, args.lr, args.seed, "simclr")
-        seconds = round(time.perf_counter() - t, 1)
+        trained = budgeted_training(model, loss_fn, args.minutes, args.steps, args.lr, args.seed, "simclr")
+        steps, seconds = trained.step, round(trained.seconds, 1)
         encoder.eval()
 
     conv, pixels = build_features("conv"), build_features({"name": "pixels", "size": 8})
