@@ -153,7 +153,8 @@ def rwtd_large_eval_more_seeds(t: ResultTable) -> str:
 #: RWTD's regression arms from vvr2_ema2's student: run label -> (regression space, step size η)
 RWTD_REGRESSION_ARMS = {"features-eta=0.5": ("conv features (the config's)", "0.5 (the config's)"),
                         "features-eta=1": ("conv features (the config's)", "1"),
-                        "samples-eta=1": ("samples (barycentric images)", "1")}
+                        "samples-eta=1": ("samples (barycentric images)", "1"),
+                        "grid4-eta=0.5": ("conv features on a 4 × 4 grid", "0.5 (the config's)")}
 
 
 def rwtd_regression_arms(t: ResultTable) -> str:

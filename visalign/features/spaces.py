@@ -76,13 +76,21 @@ def _random_conv(conv: nn.Module, g: torch.Generator) -> None:
 class ConvFeatures(FeatureSpace):
     """A tiny frozen random conv encoder: conv-SiLU ×2 (stride 2), then [mean, std] spatial pooling (2·width).
 
+    ``grid`` > 1 keeps where things are: the mean is taken over each cell of a grid × grid partition of the image
+    (grid²·width + width features, the std stays global), so transport and regression see layout, not only
+    colour and texture statistics (``{name: conv, grid: 4}``).
+
     Images ``B×C×H×W``: those 2·width features. Video ``B×C×T×H×W``: the same encoder per frame, pooled over time
     as [mean over frames, mean |change| between consecutive frames] (4·width: appearance and motion). Audio-video:
     the video features followed by a frozen random 1-D conv encoder of the audio (conv-SiLU ×2, stride 4, [mean,
     std] over time; 2·width). Points and texts are refused with a message naming them."""
 
-    def __init__(self, in_channels: int = 3, width: int = 32, seed: int = 0, audio_channels: int = 1) -> None:
+    def __init__(self, in_channels: int = 3, width: int = 32, seed: int = 0, audio_channels: int = 1,
+                 grid: int = 1) -> None:
         super().__init__()
+        if grid < 1:
+            raise ValueError(f"conv features: grid must be >= 1 cells per side, got {grid}")
+        self.grid = grid
         g = torch.Generator().manual_seed(seed)
         self.conv1 = nn.Conv2d(in_channels, width, 3, stride=2, padding=1)
         self.conv2 = nn.Conv2d(width, width, 3, stride=2, padding=1)
@@ -93,7 +101,11 @@ class ConvFeatures(FeatureSpace):
 
     def images(self, x: torch.Tensor) -> torch.Tensor:
         h = F.silu(self.conv2(F.silu(self.conv1(x))))
-        return torch.cat([h.mean((2, 3)), h.flatten(2).std(2)], dim=1)
+        if self.grid > 1 and min(h.shape[2:]) < self.grid:
+            raise ValueError(f"conv features: a {self.grid} x {self.grid} grid needs images of at least {4 * self.grid} "
+                             f"pixels per side, got {tuple(x.shape[2:])}")
+        means = h.mean((2, 3)) if self.grid == 1 else F.adaptive_avg_pool2d(h, self.grid).flatten(1)
+        return torch.cat([means, h.flatten(2).std(2)], dim=1)
 
     def video(self, x: torch.Tensor) -> torch.Tensor:
         b, c, t = x.shape[:3]
