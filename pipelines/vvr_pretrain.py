@@ -34,7 +34,8 @@ by the empty prompt, and ``--guidance`` distils the student from the classifier-
 ``--ema-decay`` ships an exponential moving average of the flow's weights (the raw weights' 8-step accuracy is
 recorded beside it). ``--save-every N`` checkpoints both training loops every N steps in ``<out>/resume``; rerun the
 same command to continue a stopped run (exactly, when ``--flow-steps`` / ``--distill-steps`` end the loops before
-their time budgets do).
+their time budgets do). With a frozen pretrained text encoder it also keeps the encoded pool there
+(``<out>/resume/prompt_states``), so a continued run loads it instead of encoding every prompt again.
 """
 from __future__ import annotations
 
@@ -52,6 +53,7 @@ from tqdm import tqdm
 
 from visalign.core.flow import LOSS_SPACES, PREDICTIONS
 from visalign.core.generator import load_generator
+from visalign.generators.pretrained_text import PretrainedTextEncoder
 from visalign.generators.tiny import TinyFlowConfig, TinyFlowGenerator, TinyOneStepConfig, TinyOneStepGenerator
 from visalign.results import ResultRow, Tolerance, write_results
 from visalign.rewards.vvr import VVRReward, vvr_scores
@@ -297,6 +299,16 @@ def save_grid(fn, path: Path, n: int = 16, tasks: TaskFn = easy_tasks, size: int
     save_samples(x, path, ev.prompts)
 
 
+def encode_pool(encoder: PretrainedTextEncoder, prompts: list[str], saved: Path | None) -> None:
+    """Have the frozen encoder's outputs for the whole pool cached: loaded from ``saved`` when an earlier run of the
+    same command wrote it there, else encoded now (and written there, when given, for a continued run)."""
+    if saved is not None and saved.exists():
+        print(f"loaded {encoder.load_cache(saved)} encoded prompts from {saved}")
+    encoder.warm_cache(prompts)
+    if saved is not None and not saved.exists():
+        encoder.save_cache(saved, prompts)
+
+
 def matching_flow(config: TinyFlowConfig, loaded, parser: argparse.ArgumentParser, option: str) -> TinyFlowGenerator:
     """``loaded`` (a checkpoint given by ``option``) if its config is the one the options build (``config``)."""
     if loaded.config != config:
@@ -412,7 +424,7 @@ def main(argv: list[str] | None = None) -> int:
         flow = given_flow if given_flow is not None else TinyFlowGenerator(flow_config)
         if model.get("text_encoder") == "pretrained":  # frozen: encode the pool once, outside the training budget
             t = time.perf_counter()
-            flow.backbone.text_encoder.warm_cache(prompts)
+            encode_pool(flow.backbone.text_encoder, prompts, out / "resume" / "prompt_states" if args.save_every else None)
             metrics["prompt_encode_seconds"] = round(time.perf_counter() - t, 1)
         ema = EMAModel(trainable(flow), decay=args.ema_decay) if args.ema_decay else None
         trained = train_flow(flow, prompts, images, args.flow_minutes, args.flow_steps, args.batch, args.lr, args.seed,

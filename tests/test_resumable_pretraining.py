@@ -95,3 +95,31 @@ def test_pretrain_script_continues_from_its_checkpoints(tmp_path: Path, capsys) 
         assert all(torch.equal(first[k], again[k]) for k in first), name
     with pytest.raises(CheckpointError, match=r"other options \(lr\)"):
         pretrain.main([*common, "--assets", str(tmp_path / "x"), "--lr", "5e-4"])
+
+
+def test_a_continued_run_loads_the_encoded_pool_instead_of_encoding_it(tmp_path: Path, monkeypatch) -> None:
+    """``encode_pool``: the first run encodes the pool and writes it beside its checkpoints; a continued run (a new
+    process: the in-memory cache is empty) loads it and calls the frozen encoder for no prompt of the pool."""
+    from transformers import BertConfig, BertModel, BertTokenizer
+
+    from visalign.generators.pretrained_text import PretrainedTextEncoder
+
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "red", "blue", "circle", "square", "left", "of"]
+    torch.manual_seed(0)
+    BertTokenizer(vocab={w: i for i, w in enumerate(words)}).save_pretrained(tmp_path / "bert")
+    BertModel(BertConfig(vocab_size=len(words), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                         intermediate_size=32, max_position_embeddings=32)).save_pretrained(tmp_path / "bert")
+    encoder = PretrainedTextEncoder(str(tmp_path / "bert"), hidden=8, max_length=12)
+    pool = ["a red circle", "a blue square", "a red circle left of a blue square", "a red circle"]
+    calls = []
+    encode = encoder._encode_frozen
+    monkeypatch.setattr(encoder, "_encode_frozen", lambda ps: calls.append(list(ps)) or encode(ps))
+    saved = tmp_path / "out" / "resume" / "prompt_states"
+    pretrain.encode_pool(encoder, pool, saved)
+    assert calls and sorted(p for batch in calls for p in batch) == sorted(set(pool)) and saved.is_dir()
+    first = encoder.frozen_features(pool)
+    encoder._frozen.cache.clear()
+    calls.clear()
+    pretrain.encode_pool(encoder, pool, saved)
+    assert calls == []
+    assert all(torch.equal(a, b) for a, b in zip(encoder.frozen_features(pool), first))

@@ -105,6 +105,43 @@ def test_a_warmed_pool_larger_than_the_cache_stays_cached(bert_dir, monkeypatch)
     assert calls == [["a red circle"]]
 
 
+def test_encoded_pool_saved_to_disk_loads_bit_for_bit_without_encoding(bert_dir, tmp_path, monkeypatch):
+    """``save_cache`` / ``load_cache``: a later process (here: a cleared cache) gets the pool's frozen outputs from disk,
+    equal to fresh encoding, without calling the encoder; another max_length, another encoder or a changed file is
+    refused."""
+    from visalign.core.errors import CheckpointError
+
+    gen = small(TinyOneStepGenerator, bert_dir)
+    enc = gen.backbone.text_encoder
+    pool = PROMPTS + ["a blue circle left of the red square"]
+    fresh = [t.clone() for t in enc.frozen_features(pool)]
+    enc.save_cache(tmp_path / "pool", pool + PROMPTS[:1])
+    enc._frozen.cache.clear()
+    calls = []
+    encode = enc._encode_frozen
+    monkeypatch.setattr(enc, "_encode_frozen", lambda ps: calls.append(ps) or encode(ps))
+    assert enc.load_cache(tmp_path / "pool") == len(pool)
+    loaded = enc.frozen_features(pool)
+    assert calls == [] and all(torch.equal(a, b) for a, b in zip(loaded, fresh))
+
+    from visalign.generators.pretrained_text import PretrainedTextEncoder
+
+    with pytest.raises(CheckpointError, match="max_length 12, not 10"):
+        PretrainedTextEncoder(str(bert_dir), hidden=8, max_length=10).load_cache(tmp_path / "pool")
+    import shutil
+
+    other_dir = tmp_path / "other_bert"
+    shutil.copytree(bert_dir, other_dir)
+    (other_dir / "config.json").write_text((other_dir / "config.json").read_text().replace("16", "16 "))
+    with pytest.raises(CheckpointError, match="another text encoder"):
+        small(TinyOneStepGenerator, other_dir).backbone.text_encoder.load_cache(tmp_path / "pool")
+    with open(tmp_path / "pool" / "states.safetensors", "r+b") as f:
+        f.seek(-4, 2)
+        f.write(b"\x00\x01\x02\x03")
+    with pytest.raises(CheckpointError, match="states.safetensors"):
+        enc.load_cache(tmp_path / "pool")
+
+
 def test_lora_trains_only_the_adapter(bert_dir):
     gen = small(TinyFlowGenerator, bert_dir, lora_rank=2)
     trainable = [n for n, p in gen.named_parameters() if p.requires_grad]

@@ -49,6 +49,7 @@ class _Frozen:
     def __init__(self, path: Path, cache_size: int) -> None:
         from transformers import AutoModel, AutoTokenizer
 
+        self.path = path
         self.model = AutoModel.from_pretrained(str(path), local_files_only=True).eval().requires_grad_(False)
         self.tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
         self.cache: OrderedDict[tuple[int, str], tuple[torch.Tensor, torch.Tensor]] = OrderedDict()
@@ -143,6 +144,29 @@ class PretrainedTextEncoder(nn.Module):
         frozen.cache_size = max(frozen.cache_size, len(frozen.cache) + len(distinct))
         for i in tqdm(range(0, len(distinct), batch), desc="encode prompts", leave=False):
             self.frozen_features(distinct[i:i + batch])
+
+    def save_cache(self, folder: Path, prompts: Sequence[str]) -> None:
+        """Write the frozen outputs of the distinct ``prompts`` (encoding any not cached yet) to ``folder``, so a later
+        process restores them with :meth:`load_cache` instead of encoding them again (e.g. a resumed pretraining)."""
+        from .encoded_prompts import encoder_fingerprint, write_encoded_prompts
+
+        distinct = list(dict.fromkeys(prompts))
+        self.warm_cache(distinct)
+        cache, n = self._frozen.cache, self.max_length
+        write_encoded_prompts(folder, distinct, [cache[n, p] for p in distinct], n, encoder_fingerprint(self._frozen.path))
+
+    def load_cache(self, folder: Path) -> int:
+        """Put the outputs :meth:`save_cache` wrote into the cache (growing it to hold them); returns how many. A
+        folder written for another encoder or ``max_length``, or a corrupt one, is refused naming why."""
+        from .encoded_prompts import encoder_fingerprint, read_encoded_prompts
+
+        loaded = read_encoded_prompts(folder, self.max_length, encoder_fingerprint(self._frozen.path))
+        device = self._frozen.model.get_input_embeddings().weight.device
+        frozen, n = self._frozen, self.max_length
+        for p, (s, q) in loaded.items():
+            frozen.cache[n, p] = (s.to(device), q.to(device))
+        frozen.cache_size = max(frozen.cache_size, len(frozen.cache))
+        return len(loaded)
 
     def forward(self, prompts: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
         states, pooled = self.frozen_features(list(prompts))
