@@ -658,7 +658,7 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("vvr2_ema2_rwtd_grid_features",
           (("grid4-eta=0.5", large_eval_runs("ema2", EMA2_BASES, ("0",), "algorithm.features={name: conv, grid: 4}",
                                              score_bins=("1", "2"))[0][1]),),
-          fast=False, first_run_pending=True, blocks={"vvr2_ema2_rwtd_grid_features": rwtd_regression_arms},
+          fast=False, blocks={"vvr2_ema2_rwtd_grid_features": rwtd_regression_arms},
           note="training seed 0 of vvr2_ema2_rwtd_accum8_bins with conv features pooled on a 4 x 4 grid (the config's "
                "are pooled over the whole image, blind to where objects are), scored on the same unseen bin-1 and "
                "bin-2 tasks"),

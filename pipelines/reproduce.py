@@ -200,6 +200,8 @@ def main(argv: list[str] | None = None) -> int:
     which.add_argument("--list", action="store_true", help="list entries and the state of their stored files")
     which.add_argument("--check-readme", action="store_true", help="compare the README blocks with the stored files")
     which.add_argument("--render", action="store_true", help="rewrite the README blocks from the stored files")
+    which.add_argument("--write-kept", metavar="NAME", help="store the result a failed --write kept in "
+                       "runs/reproduce_unwritten/NAME.json (after fixing what failed), with the pictures of its runs in --runs")
     which.add_argument("--gather", metavar="NAME", help="store entry NAME's result merged from the stored results of "
                        "the entries it gathers (their runs, run apart) and render its README blocks; runs nothing")
     p.add_argument("--write", action="store_true", help="store fresh results, pictures and README blocks")
@@ -239,6 +241,16 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(problems) if problems else "README blocks match the stored result files")
         return 1 if problems else 0
 
+    if args.write_kept:
+        e = entry(args.write_kept)
+        kept = ROOT / "runs" / "reproduce_unwritten" / f"{e.name}.json"
+        if not kept.is_file():
+            raise SystemExit(f"{e.name}: no kept result at {kept} (only a --write that failed keeps one)")
+        write(e, load_results(kept), Path(args.runs) if args.runs else ROOT / "runs" / "reproduce")
+        kept.unlink()
+        print(f"{e.name}: wrote {e.path} from {kept}" + (", README blocks " + ", ".join(e.blocks) if e.blocks else ""))
+        return 0
+
     if args.gather:
         e = entry(args.gather)
         write(e, gather(e, stored_tables()), ROOT / "runs")
@@ -268,7 +280,8 @@ def main(argv: list[str] | None = None) -> int:
                     write(e, fresh, runs_dir)
                 except Exception as err:  # a renderer bug must not lose hours of runs: the fresh result is kept
                     kept = fresh.save(ROOT / "runs" / "reproduce_unwritten" / f"{e.name}.json")
-                    print(f"{e.name}: not written ({err}); the fresh result is kept at {kept}", flush=True)
+                    print(f"{e.name}: not written ({err}); the fresh result is kept at {kept} (store it with "
+                          f"--write-kept {e.name} once fixed)", flush=True)
                     failed = True
                     continue
                 print(f"{e.name}: wrote {e.path}" + (", README blocks " + ", ".join(e.blocks) if e.blocks else ""))

@@ -400,6 +400,13 @@ def test_a_renderer_that_fails_keeps_the_fresh_result_and_changes_nothing(tmp_pa
     assert not fake.path.exists()
     kept = reproduce.load_results(tmp_path / "runs" / "reproduce_unwritten" / "fake.json")
     assert kept.row("b").values["x"] == 3.0
+    fake.blocks["fake"] = lambda t: str(t.row("b").values["x"])  # the renderer fixed: the kept result is stored
+    assert reproduce.main(["--write-kept", "fake", "--runs", str(tmp_path / "runs")]) == 0
+    assert reproduce.load_results(fake.path).row("b").values["x"] == 3.0
+    assert readme.read_text() == "x is <!-- results:fake -->3.0<!-- /results -->.\n"
+    assert not (tmp_path / "runs" / "reproduce_unwritten" / "fake.json").exists()
+    with pytest.raises(SystemExit, match="no kept result"):
+        reproduce.main(["--write-kept", "fake"])
 
 
 RUN = """import sys, time
