@@ -185,6 +185,11 @@ def write(e: Entry, fresh: ResultTable, runs_dir: Path) -> None:
     README.write_text(readme)
 
 
+def kept_result(e: Entry) -> Path:
+    """Where a fresh result that could not be written is kept (``--write-kept`` stores it later)."""
+    return ROOT / "runs" / "reproduce_unwritten" / f"{e.name}.json"
+
+
 def selected(args: argparse.Namespace) -> list[Entry]:
     if args.only:
         return [entry(n) for n in args.only]
@@ -243,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.write_kept:
         e = entry(args.write_kept)
-        kept = ROOT / "runs" / "reproduce_unwritten" / f"{e.name}.json"
+        kept = kept_result(e)
         if not kept.is_file():
             raise SystemExit(f"{e.name}: no kept result at {kept} (only a --write that failed keeps one)")
         write(e, load_results(kept), Path(args.runs) if args.runs else ROOT / "runs" / "reproduce")
@@ -279,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
                 try:
                     write(e, fresh, runs_dir)
                 except Exception as err:  # a renderer bug must not lose hours of runs: the fresh result is kept
-                    kept = fresh.save(ROOT / "runs" / "reproduce_unwritten" / f"{e.name}.json")
+                    kept = fresh.save(kept_result(e))
                     print(f"{e.name}: not written ({err}); the fresh result is kept at {kept} (store it with "
                           f"--write-kept {e.name} once fixed)", flush=True)
                     failed = True

@@ -302,11 +302,12 @@ def save_grid(fn, path: Path, n: int = 16, tasks: TaskFn = easy_tasks, size: int
 def encode_pool(encoder: PretrainedTextEncoder, prompts: list[str], saved: Path | None) -> None:
     """Have the frozen encoder's outputs for the whole pool cached: loaded from ``saved`` when an earlier run of the
     same command wrote it there, else encoded now (and written there, when given, for a continued run)."""
-    if saved is not None and saved.exists():
+    if saved is not None and not saved.exists():
+        encoder.save_cache(saved, prompts)  # encodes the pool, then writes it
+        return
+    if saved is not None:
         print(f"loaded {encoder.load_cache(saved)} encoded prompts from {saved}")
     encoder.warm_cache(prompts)
-    if saved is not None and not saved.exists():
-        encoder.save_cache(saved, prompts)
 
 
 def matching_flow(config: TinyFlowConfig, loaded, parser: argparse.ArgumentParser, option: str) -> TinyFlowGenerator:

@@ -159,7 +159,8 @@ RWTD_REGRESSION_ARMS = {"features-eta=0.5": ("conv features (the config's)", "0.
 
 def rwtd_regression_arms(t: ResultTable) -> str:
     """RWTD from ``assets/vvr2_ema2``'s student with other regression settings (one run per arm; a single run's rows
-    are unprefixed, its label is the run's), training seed 0, per scored bin, after the config's arm: training seed 0 of ``vvr2_ema2_rwtd_accum8_bins`` (read from its result file)."""
+    are unprefixed, its label is the run's), training seed 0, per scored bin, after the config's arm: training seed 0
+    of ``vvr2_ema2_rwtd_accum8_bins`` (read from its result file)."""
     features = load_results(RESULTS_DIR / "vvr2_ema2_rwtd_accum8_bins.json").row("ema2-seed=0/rwtd")
     arms = [("features-eta=0.5", features), *((r.row.split("/")[0] if len(t.runs) > 1 else t.runs[0].label, r)
                                               for r in t.rows)]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,18 @@ def write_text_atomic(path: Path, text: str) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
+
+
+def publish(tmp: Path, path: Path) -> None:
+    """Rename the finished folder ``tmp`` to ``path``; a folder already there (another run's) is replaced."""
+    if path.exists():
+        old = path.with_name(f".replaced_{path.name}")
+        shutil.rmtree(old, ignore_errors=True)
+        os.replace(path, old)
+        os.replace(tmp, path)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(tmp, path)
 
 
 def write_manifest(folder: Path) -> Path:

@@ -16,7 +16,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from ..core.errors import CheckpointError
-from ..core.integrity import read_json, safetensors_error, verify_folder, write_manifest
+from ..core.integrity import publish, read_json, safetensors_error, sha256_file, verify_folder, write_manifest
 
 #: files of a Hugging Face model folder whose bytes decide what it computes
 _FINGERPRINTED = ("config.json", "tokenizer.json", "vocab.txt", "model.safetensors", "pytorch_model.bin")
@@ -24,21 +24,15 @@ _FINGERPRINTED = ("config.json", "tokenizer.json", "vocab.txt", "model.safetenso
 
 def encoder_fingerprint(model_folder: Path) -> str:
     """sha256 over the config, tokenizer and weight files of a local model folder (what its outputs depend on)."""
-    digest = hashlib.sha256()
-    for name in _FINGERPRINTED:
-        path = Path(model_folder) / name
-        if path.is_file():
-            digest.update(name.encode())
-            with path.open("rb") as f:
-                for block in iter(lambda: f.read(1 << 20), b""):
-                    digest.update(block)
-    return digest.hexdigest()
+    files = {name: sha256_file(Path(model_folder) / name) for name in _FINGERPRINTED
+             if (Path(model_folder) / name).is_file()}
+    return hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
 
 
 def write_encoded_prompts(folder: Path, prompts: Sequence[str], outputs: Sequence[tuple[torch.Tensor, torch.Tensor]],
                           max_length: int, fingerprint: str) -> None:
     """Write ``outputs[i] = (states without padding, pooled)`` of ``prompts[i]``; the folder appears complete or not
-    at all (written beside it, sealed, then renamed)."""
+    at all (written beside it, sealed, then renamed into place)."""
     folder = Path(folder)
     if len(prompts) != len(outputs):
         raise ValueError(f"{len(prompts)} prompts but {len(outputs)} encoder outputs")
@@ -52,9 +46,7 @@ def write_encoded_prompts(folder: Path, prompts: Sequence[str], outputs: Sequenc
     (tmp / "prompts.json").write_text(json.dumps({"max_length": max_length, "encoder": fingerprint,
                                                   "prompts": list(prompts)}))
     write_manifest(tmp)
-    if folder.exists():
-        shutil.rmtree(folder)
-    tmp.rename(folder)
+    publish(tmp, folder)
 
 
 def read_encoded_prompts(folder: Path, max_length: int, fingerprint: str

@@ -2,9 +2,7 @@
 from __future__ import annotations
 
 import json
-import os
 import random
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +13,7 @@ from safetensors.torch import load_file, load_model, save_file, save_model
 from torch import nn
 
 from ..core.errors import CheckpointError
+from ..core.integrity import publish  # noqa: F401  (a checkpoint writer of this module: the trainer calls state.publish)
 from ..core.integrity import read_json, safetensors_error, verify_folder, write_manifest, write_text_atomic
 
 
@@ -97,18 +96,6 @@ def write_json(value: Any, path: Path) -> None:
 
 def write_text(text: str, path: Path) -> None:
     path.write_text(text)
-
-
-def publish(tmp: Path, path: Path) -> None:
-    """Rename the finished folder ``tmp`` to ``path``; a folder already there (another run's) is replaced."""
-    if path.exists():
-        old = path.with_name(f".replaced_{path.name}")
-        shutil.rmtree(old, ignore_errors=True)
-        os.replace(path, old)
-        os.replace(tmp, path)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.replace(tmp, path)
 
 
 def point_latest(folder: Path, name: str) -> None:
