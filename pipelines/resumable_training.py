@@ -18,11 +18,13 @@ from visalign.trainer.state import load_state_dict, publish, save_state_dict, se
 
 @dataclass
 class LoopState:
-    """Where a training loop stands: optimizer steps taken, seconds trained, the smoothed loss shown."""
+    """Where a training loop stands: optimizer steps taken, seconds trained (across stops), the smoothed loss shown,
+    and the seconds of those trained before this process continued the loop (0 for a loop started here)."""
 
     step: int = 0
     seconds: float = 0.0
     shown_loss: float | None = None
+    earlier_seconds: float = 0.0
 
 
 def frozen_names(model: torch.nn.Module) -> set[str]:
@@ -84,4 +86,4 @@ class LoopCheckpoint:
         generator.set_state(state["generator"])
         torch.set_rng_state(state["torch_rng"])
         loop = state["loop"]
-        return LoopState(int(loop["step"]), float(loop["seconds"]), loop["shown_loss"])
+        return LoopState(int(loop["step"]), float(loop["seconds"]), loop["shown_loss"], float(loop["seconds"]))

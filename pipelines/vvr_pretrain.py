@@ -193,7 +193,7 @@ def budgeted_training(model: torch.nn.Module, loss_fn, minutes: float, max_steps
     """AdamW on ``loss_fn(generator)`` until ``max_steps`` or the time budget, cosine lr over whichever ends first;
     ``ema`` (over the model's trainable parameters) is updated after every step. ``checkpoint`` saves the loop every
     few steps and continues from its last save (the time budget counts the seconds trained before the stop).
-    Returns the steps taken and the seconds trained, across stops."""
+    Returns the steps taken and the seconds trained, across stops (and those trained before this process)."""
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
     averaged = trainable(model) if ema is not None else []
     g = torch.Generator().manual_seed(seed)
@@ -218,7 +218,7 @@ def budgeted_training(model: torch.nn.Module, loss_fn, minutes: float, max_steps
         if checkpoint is not None and checkpoint.due(step):
             checkpoint.save(LoopState(step, time.perf_counter() - start, shown_loss), model, opt, ema, g)
     bar.close()
-    return LoopState(step, time.perf_counter() - start, shown_loss)
+    return LoopState(step, time.perf_counter() - start, shown_loss, loop.earlier_seconds)
 
 
 def train_flow(flow: TinyFlowGenerator, prompts: list[str], images: torch.Tensor, minutes: float, max_steps: int,
@@ -419,18 +419,18 @@ def main(argv: list[str] | None = None) -> int:
     prompts, images = render_pool(args.pool, args.seed, size, tasks=tasks)
     print(f"rendered {len(prompts)} training pairs in {time.perf_counter() - t0:.0f}s")
 
-    if args.teacher is not None:
-        flow = given_flow
-    else:
-        flow = given_flow if given_flow is not None else TinyFlowGenerator(flow_config)
-        if model.get("text_encoder") == "pretrained":  # frozen: encode the pool once, outside the training budget
-            t = time.perf_counter()
-            encode_pool(flow.backbone.text_encoder, prompts, out / "resume" / "prompt_states" if args.save_every else None)
-            metrics["prompt_encode_seconds"] = round(time.perf_counter() - t, 1)
+    flow = given_flow if given_flow is not None else TinyFlowGenerator(flow_config)
+    if model.get("text_encoder") == "pretrained":  # frozen: encode the pool once (shared with the student), untimed
+        t = time.perf_counter()
+        encode_pool(flow.backbone.text_encoder, prompts, out / "resume" / "prompt_states" if args.save_every else None)
+        metrics["prompt_encode_seconds"] = round(time.perf_counter() - t, 1)
+    earlier_seconds = 0.0  # trained by earlier processes of a continued run (their rendering and evaluation not kept)
+    if args.teacher is None:
         ema = EMAModel(trainable(flow), decay=args.ema_decay) if args.ema_decay else None
         trained = train_flow(flow, prompts, images, args.flow_minutes, args.flow_steps, args.batch, args.lr, args.seed,
                              args.cond_dropout, args.loss_space, ema, checkpoints["flow"])
         metrics["flow_steps"], metrics["flow_seconds"] = trained.step, round(trained.seconds, 1)
+        earlier_seconds += trained.earlier_seconds
         flow.eval()
         if ema is not None:
             metrics["ema_decay"] = args.ema_decay
@@ -458,6 +458,7 @@ def main(argv: list[str] | None = None) -> int:
     distilled = distill(student, flow, prompts, args.distill_minutes, args.distill_steps, args.batch, args.distill_lr,
                         args.teacher_steps, args.seed + 1, args.distill_pairs, args.guidance, checkpoints["distill"])
     metrics["distill_steps"], metrics["distill_seconds"] = distilled.step, round(distilled.seconds, 1)
+    earlier_seconds += distilled.earlier_seconds
     student.eval()
     student.save_pretrained(student_dir)
     metrics["one_step"] = evaluate(lambda z, ps: student.generate(z, student.encode(ps)), args.eval_n, tasks=tasks, size=size)
@@ -471,7 +472,10 @@ def main(argv: list[str] | None = None) -> int:
         metrics["bench_per_bin"] = bench_per_bin(lambda z, ps: student.generate(z, student.encode(ps)), args.bench_per_bin,
                                                  size=size)
         print(f"tiny_one_step on VVRBench v2 per difficulty bin: {metrics['bench_per_bin']}")
-    metrics["total_seconds"] = round(time.perf_counter() - t0, 1)
+    if earlier_seconds:
+        metrics["earlier_processes_training_seconds"] = round(earlier_seconds, 1)
+    total_seconds = time.perf_counter() - t0 + earlier_seconds
+    metrics["total_seconds"] = round(total_seconds, 1)
     (student_dir / "pretrain_metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
     write_manifest(student_dir)  # the checkpoint's manifest covers the metrics written next to it
     print(json.dumps(metrics, indent=2))
@@ -483,7 +487,7 @@ def main(argv: list[str] | None = None) -> int:
                       platform_tolerance=Tolerance(se_multiple=2.0),
                       note=f"held-out all-satisfied rate and soft reward on {args.eval_n} easy tasks"
                       + (f"; VVRBench v2 per difficulty bin ({args.bench_per_bin} tasks each)" if v2 else ""),
-                      runtime_s=time.perf_counter() - t0)
+                      runtime_s=total_seconds)
     return 0
 
 

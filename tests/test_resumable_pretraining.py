@@ -90,6 +90,12 @@ def test_pretrain_script_continues_from_its_checkpoints(tmp_path: Path, capsys) 
     assert pretrain.main([*common, "--assets", str(tmp_path / "again")]) == 0
     printed = capsys.readouterr().out
     assert "flow matching: continuing at step 2" in printed and "one-step distillation: continuing at step 2" in printed
+    first_run, continued = (json.loads((tmp_path / run / "tiny_one_step_vvr2" / "pretrain_metrics.json").read_text())
+                            for run in ("first", "again"))
+    assert "earlier_processes_training_seconds" not in first_run
+    earlier = continued["earlier_processes_training_seconds"]  # the first process's two loops, up to their last save
+    assert 0 < earlier <= first_run["flow_seconds"] + first_run["distill_seconds"] + 0.1
+    assert continued["total_seconds"] > earlier
     for name in ("tiny_flow_vvr2", "tiny_one_step_vvr2"):
         first, again = (load_file(tmp_path / run / name / "model.safetensors") for run in ("first", "again"))
         assert all(torch.equal(first[k], again[k]) for k in first), name
@@ -97,19 +103,24 @@ def test_pretrain_script_continues_from_its_checkpoints(tmp_path: Path, capsys) 
         pretrain.main([*common, "--assets", str(tmp_path / "x"), "--lr", "5e-4"])
 
 
-def test_a_continued_run_loads_the_encoded_pool_instead_of_encoding_it(tmp_path: Path, monkeypatch) -> None:
-    """``encode_pool``: the first run encodes the pool and writes it beside its checkpoints; a continued run (a new
-    process: the in-memory cache is empty) loads it and calls the frozen encoder for no prompt of the pool."""
+def tiny_bert(folder: Path) -> Path:
+    """A randomly initialised one-layer BERT and its word tokenizer saved in ``folder`` (a local text-encoder folder)."""
     from transformers import BertConfig, BertModel, BertTokenizer
-
-    from visalign.generators.pretrained_text import PretrainedTextEncoder
 
     words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "red", "blue", "circle", "square", "left", "of"]
     torch.manual_seed(0)
-    BertTokenizer(vocab={w: i for i, w in enumerate(words)}).save_pretrained(tmp_path / "bert")
+    BertTokenizer(vocab={w: i for i, w in enumerate(words)}).save_pretrained(folder)
     BertModel(BertConfig(vocab_size=len(words), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                         intermediate_size=32, max_position_embeddings=32)).save_pretrained(tmp_path / "bert")
-    encoder = PretrainedTextEncoder(str(tmp_path / "bert"), hidden=8, max_length=12)
+                         intermediate_size=32, max_position_embeddings=32)).save_pretrained(folder)
+    return folder
+
+
+def test_a_continued_run_loads_the_encoded_pool_instead_of_encoding_it(tmp_path: Path, monkeypatch) -> None:
+    """``encode_pool``: the first run encodes the pool and writes it beside its checkpoints; a continued run (a new
+    process: the in-memory cache is empty) loads it and calls the frozen encoder for no prompt of the pool."""
+    from visalign.generators.pretrained_text import PretrainedTextEncoder
+
+    encoder = PretrainedTextEncoder(str(tiny_bert(tmp_path / "bert")), hidden=8, max_length=12)
     pool = ["a red circle", "a blue square", "a red circle left of a blue square", "a red circle"]
     calls = []
     encode = encoder._encode_frozen
@@ -123,3 +134,18 @@ def test_a_continued_run_loads_the_encoded_pool_instead_of_encoding_it(tmp_path:
     pretrain.encode_pool(encoder, pool, saved)
     assert calls == []
     assert all(torch.equal(a, b) for a, b in zip(encoder.frozen_features(pool), first))
+
+
+def test_distilling_from_a_given_teacher_keeps_the_encoded_pool_too(tmp_path: Path, monkeypatch) -> None:
+    """``--teacher`` with a pretrained text encoder and ``--save-every``: the pool goes through ``encode_pool`` with
+    the run's saved folder (so a continued distillation loads it rather than encoding it again), once."""
+    common = ["--bench-per-bin", "0", "--pool", "8", "--flow-steps", "1", "--distill-steps", "1", "--distill-pairs",
+              "4", "--batch", "4", "--eval-n", "2", "--max-length", "24",
+              "--text-encoder", str(tiny_bert(tmp_path / "bert"))]
+    assert pretrain.main([*common, "--out", str(tmp_path / "flow_run"), "--assets", str(tmp_path / "flow")]) == 0
+    encode_pool, folders = pretrain.encode_pool, []
+    monkeypatch.setattr(pretrain, "encode_pool", lambda enc, ps, saved: folders.append(saved) or encode_pool(enc, ps, saved))
+    out = tmp_path / "distil_run"
+    assert pretrain.main([*common, "--out", str(out), "--assets", str(tmp_path / "student"), "--save-every", "1",
+                          "--teacher", str(tmp_path / "flow" / "tiny_flow_vvr2")]) == 0
+    assert folders == [out / "resume" / "prompt_states"] and folders[0].is_dir()
