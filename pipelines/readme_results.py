@@ -446,14 +446,15 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("vvr_pretrain_v2_64_long",
           ((None, (PY, "pipelines/vvr_pretrain.py", *BASE_64_MODEL, "--flow-minutes", "1000", "--flow-steps", "16000",
                    "--ema-decay", "0.999", "--pool", "32000", "--distill-minutes", "1000", "--distill-steps", "2500",
-                   "--eval-n", "384", "--save-every", "500", "--threads", "1", "--assets", "{out}/assets", "--out",
+                   "--eval-n", "384", "--save-every", "500", "--threads", "2", "--assets", "{out}/assets", "--out",
                    "{out}", "--results", "{results}")),),
           fast=False, blocks={"vvr_pretrain_v2_64_long": pretrain_v2_table(20)}, first_run_pending=True,
           pictures={"one_step_samples.png": "assets/readme/vvr2_64_long_one_step_samples.png",
                     "flow_samples.png": "assets/readme/vvr2_64_long_flow_samples.png"},
           note="the 64 px base trained far longer: 16,000 flow steps (about four hours on one core) on 32,000 rendered "
                "pairs of the easy pool's bins 1-2 with a weight average (decay 0.999), then 2,500 distillation steps; "
-               "checkpointed every 500 steps, so it runs across stops with --resume"),
+               "checkpointed every 500 steps, so it runs across stops with --resume (flow steps 0-6,000 of the stored "
+               "run were trained with --threads 1: the thread count changes float rounding, not the recipe)"),
     Entry("vvr_pretrain_v2_long", ((None, (PY, "pipelines/vvr_pretrain.py", "--teacher", LONG_FLOW, "--distill-minutes", "20",
                                            "--distill-steps", "100000", "--threads", "2", "--assets", "{out}/assets",
                                            "--out", "{out}", "--results", "{results}")),),
