@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 import torch
 from torch import nn
