@@ -137,11 +137,13 @@ def ema2_bin2_run(seed: int) -> tuple:
     return ema_bins_run("flow_grpo", ("2",), eval_n=8192, seed=seed, flow=EMA2_FLOW, save_every=5)
 
 
-def bases_compare(bases: tuple[str, ...], kind: str, *options: str) -> tuple[str, ...]:
-    """``vvr_bases.py`` on the shipped ``assets/<base>/tiny_<kind>_vvr2`` checkpoints of ``bases`` (changes from the
-    first), with ``options``."""
-    return (PY, "pipelines/vvr_bases.py", "--checkpoints", *(f"{base}=assets/{base}/tiny_{kind}_vvr2" for base in bases),
-            *options, "--results", "{results}")
+def bases_compare(bases: tuple[str, ...], kind: str, *options: str, tags: dict[str, str] | None = None) -> tuple[str, ...]:
+    """``vvr_bases.py`` on the shipped ``assets/<base>/tiny_<kind>_vvr2<tag>`` checkpoints of ``bases`` (changes from
+    the first; ``tags`` gives a base's folder suffix, ``--tag`` of its pretraining), with ``options``."""
+    tags = tags or {}
+    return (PY, "pipelines/vvr_bases.py", "--checkpoints",
+            *(f"{base}=assets/{base}/tiny_{kind}_vvr2{tags.get(base, '')}" for base in bases), *options,
+            "--results", "{results}")
 
 
 def published_rwtd(lam: str) -> tuple[str, ...]:
@@ -444,17 +446,16 @@ ENTRIES: tuple[Entry, ...] = (
           fast=False, blocks={"vvr_pretrain_v2_64": pretrain_v2_table(20)},
           pictures={"one_step_samples.png": "assets/readme/vvr2_64_one_step_samples.png"}),
     Entry("vvr_pretrain_v2_64_long",
-          ((None, (PY, "pipelines/vvr_pretrain.py", *BASE_64_MODEL, "--flow-minutes", "1000", "--flow-steps", "16000",
-                   "--ema-decay", "0.999", "--pool", "32000", "--distill-minutes", "1000", "--distill-steps", "2500",
+          ((None, (PY, "pipelines/vvr_pretrain.py", *BASE_64_MODEL, "--flow-minutes", "1000", "--flow-steps", "10000",
+                   "--ema-decay", "0.999", "--pool", "32000", "--distill-minutes", "1000", "--distill-steps", "1500",
                    "--eval-n", "384", "--save-every", "500", "--threads", "2", "--assets", "{out}/assets", "--out",
                    "{out}", "--results", "{results}")),),
           fast=False, blocks={"vvr_pretrain_v2_64_long": pretrain_v2_table(20)}, first_run_pending=True,
           pictures={"one_step_samples.png": "assets/readme/vvr2_64_long_one_step_samples.png",
                     "flow_samples.png": "assets/readme/vvr2_64_long_flow_samples.png"},
-          note="the 64 px base trained far longer: 16,000 flow steps (about four hours on one core) on 32,000 rendered "
-               "pairs of the easy pool's bins 1-2 with a weight average (decay 0.999), then 2,500 distillation steps; "
-               "checkpointed every 500 steps, so it runs across stops with --resume (flow steps 0-6,000 of the stored "
-               "run were trained with --threads 1: the thread count changes float rounding, not the recipe)"),
+          note="the 64 px base trained longer: 10,000 flow steps (about 70 minutes on two threads) on 32,000 "
+               "rendered pairs of the easy pool's bins 1-2 with a weight average (decay 0.999), then 1,500 distillation "
+               "steps; checkpointed every 500 steps, so a stopped run continues with --resume"),
     Entry("vvr_pretrain_v2_long", ((None, (PY, "pipelines/vvr_pretrain.py", "--teacher", LONG_FLOW, "--distill-minutes", "20",
                                            "--distill-steps", "100000", "--threads", "2", "--assets", "{out}/assets",
                                            "--out", "{out}", "--results", "{results}")),),
@@ -521,6 +522,14 @@ ENTRIES: tuple[Entry, ...] = (
           fast=False, blocks={"vvr_bases_v2_ema2": vvr_bases_table},
           note="the averaged bins 1-2 flow (vvr2_ema) and the same flow trained 151 minutes further "
                "(vvr2_ema2), and their one-step students, on vvr_bases_v2's 1,024 unseen tasks of each easy-pool bin"),
+    Entry("vvr_bases_v2_64_long",
+          tuple((kind, bases_compare(("vvr2_ema2", "vvr2_64_long"), kind, "--eval-n", "1024",
+                                     tags={"vvr2_64_long": "_64"}))
+                for kind in ("flow", "one_step")),
+          fast=False, blocks={"vvr_bases_v2_64_long": vvr_bases_table}, first_run_pending=True,
+          note="the 64 px MiniLM base (assets/vvr2_64_long, vvr_pretrain_v2_64_long) against the 32 px base the "
+               "method results start from (assets/vvr2_ema2), flows and one-step students, on vvr_bases_v2's 1,024 "
+               "unseen tasks of each easy-pool bin"),
     Entry("vvr_bases_v2_group_signal",
           ((None, bases_compare(("vvr2_ema", "vvr2_ema2"), "flow", "--bins", "2", "--eval-n", "256", "--eval-draws",
                                 "16")),),

@@ -452,8 +452,6 @@ def main(argv: list[str] | None = None) -> int:
 
     student = TinyOneStepGenerator(TinyOneStepConfig(**model, parametrization=args.parametrization))
     student.backbone.load_state_dict(flow.backbone.state_dict())
-    if model.get("text_encoder") == "pretrained":
-        student.backbone.text_encoder.warm_cache(prompts)
     student.train()
     distilled = distill(student, flow, prompts, args.distill_minutes, args.distill_steps, args.batch, args.distill_lr,
                         args.teacher_steps, args.seed + 1, args.distill_pairs, args.guidance, checkpoints["distill"])
