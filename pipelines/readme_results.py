@@ -450,10 +450,10 @@ ENTRIES: tuple[Entry, ...] = (
                    "--ema-decay", "0.999", "--pool", "32000", "--distill-minutes", "1000", "--distill-steps", "1500",
                    "--eval-n", "384", "--save-every", "500", "--threads", "2", "--assets", "{out}/assets", "--out",
                    "{out}", "--results", "{results}")),),
-          fast=False, blocks={"vvr_pretrain_v2_64_long": pretrain_v2_table(20)}, first_run_pending=True,
+          fast=False, blocks={"vvr_pretrain_v2_64_long": pretrain_v2_table(20)},
           pictures={"one_step_samples.png": "assets/readme/vvr2_64_long_one_step_samples.png",
                     "flow_samples.png": "assets/readme/vvr2_64_long_flow_samples.png"},
-          note="the 64 px base trained longer: 10,000 flow steps (about 70 minutes on two threads) on 32,000 "
+          note="the 64 px base trained longer: 10,000 flow steps (75 minutes on two threads) on 32,000 "
                "rendered pairs of the easy pool's bins 1-2 with a weight average (decay 0.999), then 1,500 distillation "
                "steps; checkpointed every 500 steps, so a stopped run continues with --resume"),
     Entry("vvr_pretrain_v2_long", ((None, (PY, "pipelines/vvr_pretrain.py", "--teacher", LONG_FLOW, "--distill-minutes", "20",
@@ -526,7 +526,7 @@ ENTRIES: tuple[Entry, ...] = (
           tuple((kind, bases_compare(("vvr2_ema2", "vvr2_64_long"), kind, "--eval-n", "1024",
                                      tags={"vvr2_64_long": "_64"}))
                 for kind in ("flow", "one_step")),
-          fast=False, blocks={"vvr_bases_v2_64_long": vvr_bases_table}, first_run_pending=True,
+          fast=False, blocks={"vvr_bases_v2_64_long": vvr_bases_table},
           note="the 64 px MiniLM base (assets/vvr2_64_long, vvr_pretrain_v2_64_long) against the 32 px base the "
                "method results start from (assets/vvr2_ema2), flows and one-step students, on vvr_bases_v2's 1,024 "
                "unseen tasks of each easy-pool bin"),
