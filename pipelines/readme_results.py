@@ -64,8 +64,10 @@ PY = "python"
 CORE_VIDEO = (PY, "pipelines/core_video.py", "--results", "{results}", "--out", "{out}", "--arms", "fixed", "core")
 COMPARE = (PY, "pipelines/vvr_compare.py", "--results", "{results}")
 #: the 64 px VVR v2 base (issue 19): 4×4 space-to-depth UNet, frozen MiniLM-L6, easy pool up to complexity 20
+#: folder suffix of the 64 px checkpoints (``vvr_pretrain.py --tag``): assets/<base>/tiny_<kind>_vvr2_64
+TAG_64 = "_64"
 BASE_64_MODEL = ("--image-size", "64", "--unet-unshuffle", "4", "--unet-channels", "64", "64", "96", "--text-encoder",
-                 "minilm", "--max-complexity", "20", "--tag", "_64")
+                 "minilm", "--max-complexity", "20", "--tag", TAG_64)
 BASE_64 = (*BASE_64_MODEL, "--flow-minutes", "36", "--distill-minutes", "12")
 FIT = ("--fit-tasks", "16", "--eval-draws", "32")
 #: the longer-trained v2 base (issue 19): the flow trained 25 minutes further and the one-step student distilled from it
@@ -524,7 +526,7 @@ ENTRIES: tuple[Entry, ...] = (
                "(vvr2_ema2), and their one-step students, on vvr_bases_v2's 1,024 unseen tasks of each easy-pool bin"),
     Entry("vvr_bases_v2_64_long",
           tuple((kind, bases_compare(("vvr2_ema2", "vvr2_64_long"), kind, "--eval-n", "1024",
-                                     tags={"vvr2_64_long": "_64"}))
+                                     tags={"vvr2_64_long": TAG_64}))
                 for kind in ("flow", "one_step")),
           fast=False, blocks={"vvr_bases_v2_64_long": vvr_bases_table},
           note="the 64 px MiniLM base (assets/vvr2_64_long, vvr_pretrain_v2_64_long) against the 32 px base the "
